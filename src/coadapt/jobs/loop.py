@@ -1,0 +1,150 @@
+"""The training loop of one rank: restore, step, observe, validate, checkpoint, stop."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from coadapt.eventlog import EventLog
+from coadapt.jobs.checkpoint import (
+    CKPT_FILE,
+    JOB_FILE,
+    STATUS_FILE,
+    atomic_save,
+    atomic_write_json,
+    load_checkpoint,
+    read_json,
+)
+from coadapt.jobs.data import SampleStream
+from coadapt.jobs.evaluate import evaluate
+from coadapt.jobs.registry import get_job_type
+from coadapt.jobs.trainer import StepRunner, make_optimizer
+from coadapt.jobs.types import plan_batch
+from coadapt.jobs.spec import WorkerSpec
+from coadapt.models.gradstats import GradStatsEMA
+
+log = logging.getLogger(__name__)
+
+CKPT_FORMAT = 1
+
+
+class TrainLoop:
+    """State that survives a restart lives in ``self.state`` and in the checkpoint."""
+
+    def __init__(self, spec: WorkerSpec, rank: int, world: int, stop: threading.Event) -> None:
+        self.spec, self.rank, self.world, self.stop = spec, rank, world, stop
+        self.job = get_job_type(spec.job_type)
+        self.plan = plan_batch(self.job, world, spec.batch_size)
+        self.dir = Path(spec.ckpt_dir)
+        meta = read_json(self.dir / JOB_FILE) or {}
+        self.first_start = float(meta.get("first_start_wall", time.time()))
+        self.target = spec.target if spec.target is not None else self.job.target
+        self.eval_every = spec.eval_every or self.job.eval_every
+        self.events = EventLog(spec.events, fsync=True) if rank == 0 and spec.events else None
+
+    def t(self) -> float:
+        return time.time() - self.first_start
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if self.events is not None:
+            self.events.emit(self.t(), kind, self.spec.job_id, **fields)
+
+    def run(self) -> str:
+        job, plan, spec = self.job, self.plan, self.spec
+        data = job.load_data()
+        torch.manual_seed(spec.seed)
+        model = job.build_model()
+        opt = make_optimizer(job, model)
+        ckpt = load_checkpoint(self.dir) if spec.resume else None
+        st: dict[str, Any] = {"progress": 0.0, "samples": 0, "step": 0, "epoch": 0, "pos": 0,
+                              "next_eval": self.eval_every, "metric": None}
+        ema = GradStatsEMA()
+        if ckpt is not None:
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["optimizer"])
+            ema = GradStatsEMA.from_state_dict(ckpt["gradstats"])
+            st = {k: ckpt[k] for k in st}
+            st["next_eval"] = (math.floor(st["progress"] / self.eval_every) + 1) * self.eval_every
+            torch.set_rng_state(ckpt["rng_torch"])
+        self.state, self.model, self.opt, self.ema = st, model, opt, ema
+        stream = SampleStream(len(data.train), spec.seed, st["epoch"], st["pos"])
+        runner = StepRunner(job, model, opt, data.train, plan, stream, ema, self.rank, self.world)
+        run_steps = 0
+        while True:
+            res = runner.step(self.stop.is_set())
+            run_steps += 1
+            st["step"] += 1
+            st["progress"] += res.gain
+            st["samples"] += plan.batch_size
+            st["epoch"], st["pos"] = stream.epoch, stream.pos
+            self.emit("observation", step=st["step"], run_step=run_steps,
+                      step_time=res.step_time, sync_time=res.sync_time, cpu_time=res.cpu_time,
+                      local_bsz=plan.local_bsz, accum_steps=plan.accum_steps,
+                      batch_size=plan.batch_size, workers=self.world,
+                      grad_sqr=ema.sqr, grad_var=ema.var, raw_sqr=res.raw_sqr,
+                      raw_var=res.raw_var, gain=res.gain, lr=res.lr, loss=res.loss,
+                      progress=st["progress"], samples=st["samples"], epoch=st["epoch"])
+            status = None
+            if st["progress"] >= st["next_eval"]:
+                t0 = time.perf_counter()
+                st["metric"] = evaluate(model, data.val, job.task, rank=self.rank,
+                                        world=self.world)
+                st["next_eval"] = (math.floor(st["progress"] / self.eval_every) + 1) \
+                    * self.eval_every
+                reached = job.reached(st["metric"], self.target)
+                self.emit("validation", step=st["step"], metric=st["metric"],
+                          metric_name=job.metric, target=self.target, reached=reached,
+                          progress=st["progress"], samples=st["samples"],
+                          eval_time=time.perf_counter() - t0)
+                if reached:
+                    status = "complete"
+                else:
+                    self.checkpoint("periodic")
+            if status is None and res.stop:
+                status = "preempted"
+            if status is None and spec.max_steps is not None and run_steps >= spec.max_steps:
+                status = "max_steps"
+            if status is not None:
+                self.checkpoint(status)
+                self.write_status(status)
+                dist.barrier()
+                return status
+
+    def checkpoint(self, reason: str) -> None:
+        """Rank 0 writes the full state atomically; all ranks hold the same state."""
+        if self.rank != 0:
+            return
+        t0 = time.perf_counter()
+        st, job, plan = self.state, self.job, self.plan
+        metric = st["metric"]
+        obj = {
+            "format": CKPT_FORMAT, "job_type": job.name, "job_id": self.spec.job_id,
+            "seed": self.spec.seed, "target": self.target, "metric_name": job.metric,
+            "higher_is_better": job.higher_is_better, "reason": reason,
+            "reached": metric is not None and job.reached(metric, self.target),
+            "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+            "gradstats": self.ema.state_dict(), "rng_torch": torch.get_rng_state(),
+            "first_start_wall": self.first_start, "elapsed": self.t(),
+            "workers": self.world, "batch_size": plan.batch_size,
+            "local_bsz": plan.local_bsz, "accum_steps": plan.accum_steps,
+            **st,
+        }
+        size = atomic_save(obj, self.dir / CKPT_FILE)
+        self.emit("checkpoint", reason=reason, step=st["step"], progress=st["progress"],
+                  samples=st["samples"], bytes=size, seconds=time.perf_counter() - t0)
+
+    def write_status(self, status: str) -> None:
+        if self.rank != 0:
+            return
+        st = self.state
+        atomic_write_json(self.dir / STATUS_FILE, {
+            "status": status, "step": st["step"], "progress": st["progress"],
+            "samples": st["samples"], "metric": st["metric"], "target": self.target,
+            "t": self.t()})

@@ -1,0 +1,84 @@
+"""Process plumbing so a worker group never leaves orphans.
+
+Linux: each worker gets PR_SET_PDEATHSIG=SIGKILL in the forked child before exec
+(no window where the parent can die unnoticed), and a watchdog thread that exits
+if the parent pid changes (covers a parent that died before prctl, and other
+platforms). SIGTERM is blocked across the exec so a stop request that arrives
+before the worker installed its handler stays pending instead of killing it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def set_pdeathsig(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent thread dies."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+def preexec_worker() -> None:
+    """Runs in the forked child before exec (Popen preexec_fn)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    set_pdeathsig(signal.SIGKILL)
+
+
+def start_parent_watchdog(parent_pid: int, interval: float = 0.5) -> threading.Thread:
+    """Daemon thread: hard-exit this process once ``parent_pid`` is no longer our parent."""
+
+    def watch() -> None:
+        ev = threading.Event()
+        while not ev.wait(interval):
+            if os.getppid() != parent_pid:
+                os._exit(70)
+
+    if os.getppid() != parent_pid:
+        os._exit(70)
+    th = threading.Thread(target=watch, name="parent-watchdog", daemon=True)
+    th.start()
+    return th
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (the rendezvous store binds it next)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # comm may contain spaces and parentheses: split after the last ')'
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def children_of(pid: int) -> list[int]:
+    """Live (non-zombie) processes whose parent is ``pid``, from a /proc scan."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is not None and fields[0] != "Z" and int(fields[1]) == pid:
+            out.append(int(entry.name))
+    return sorted(out)

@@ -1,0 +1,105 @@
+"""What a job type is, and how a (workers, batch) request maps onto micro-batches."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import nn
+
+from coadapt.jobs.data import Data
+
+
+class ConfigError(ValueError):
+    """A bad job request; ``field`` names the offending input (for exit code 2)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class JobType:
+    """Model + data + optimizer + validation target + batch-size limits.
+
+    ``eval_every`` is in progress units (iterations at ``init_batch_size``);
+    ``max_local_bsz`` bounds one worker's micro-batch, larger per-worker batches use
+    gradient accumulation. ``task`` is "classify" (metric accuracy) or "lm"
+    (metric: mean validation cross-entropy in nats per character).
+    """
+
+    name: str
+    family: str
+    description: str
+    load_data: Callable[[], Data]
+    build_model: Callable[[], nn.Module]
+    task: str
+    metric: str
+    target: float
+    higher_is_better: bool
+    init_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_batch_size: int
+    eval_every: float
+    dataset_size: int
+    base_lr: float
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    clip_norm: float | None = None
+    optimizer: str = "sgd"
+
+    def reached(self, metric: float, target: float | None = None) -> bool:
+        goal = self.target if target is None else target
+        if math.isnan(metric):
+            return False
+        return metric >= goal if self.higher_is_better else metric <= goal
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Batch M = workers * local_bsz * (accum_steps + 1), as actually run."""
+
+    workers: int
+    local_bsz: int
+    accum_steps: int
+    batch_size: int
+    init_batch_size: int
+
+    @property
+    def micro_batches(self) -> int:
+        """K = R * (s + 1): independent gradient samples per optimizer step."""
+        return self.workers * (self.accum_steps + 1)
+
+    @property
+    def scale(self) -> float:
+        return self.batch_size / self.init_batch_size
+
+
+def plan_batch(job: JobType, workers: int, batch_size: int) -> BatchPlan:
+    """Split a requested batch over workers and accumulation steps.
+
+    Accumulation steps s = ceil(M / (R * max_local_bsz)) - 1; the micro-batch is
+    M / (R * (s+1)) rounded to the nearest integer, so the batch actually run
+    can differ from the request by less than R * (s+1) samples.
+    """
+    if workers < 1:
+        raise ConfigError("workers", f"must be at least 1 (got {workers})")
+    low = workers * job.min_local_bsz
+    if batch_size < low:
+        raise ConfigError(
+            "batch", f"{batch_size} is below {low} = workers x min_local_bsz "
+            f"({workers} x {job.min_local_bsz}) for job type {job.name}; "
+            "raise the batch or use fewer workers")
+    if batch_size > job.max_batch_size:
+        raise ConfigError(
+            "batch", f"{batch_size} exceeds max_batch_size {job.max_batch_size} of job type "
+            f"{job.name}; lower the batch")
+    accum = math.ceil(batch_size / (workers * job.max_local_bsz))
+    local = round(batch_size / (workers * accum))
+    local = max(job.min_local_bsz, min(job.max_local_bsz, local))
+    if workers * local * accum > job.max_batch_size:
+        local = job.max_batch_size // (workers * accum)
+    return BatchPlan(workers=workers, local_bsz=local, accum_steps=accum - 1,
+                     batch_size=workers * local * accum, init_batch_size=job.init_batch_size)

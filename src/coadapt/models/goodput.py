@@ -1,0 +1,262 @@
+"""Pollux goodput model (Qiao et al., OSDI 2021, section 3), vectorized numpy.
+
+Throughput comes from a 7-parameter model of one optimizer step, statistical
+efficiency from the gradient noise scale; goodput is their product. Everything
+takes arrays so that a policy can evaluate a whole speedup table in one call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.optimize
+
+_TINY = 1e-8
+
+
+@dataclass(frozen=True)
+class PerfParams:
+    """T_acc = alpha_c + beta_c*m; T_net = alpha + beta*max(R-2, 0) for the
+    bottleneck link (``_n`` inter-node, ``_r`` intra-node); gamma blends
+    compute and network time: T = (T_acc^g + T_net^g)^(1/g)."""
+
+    alpha_c: float
+    beta_c: float
+    alpha_n: float
+    beta_n: float
+    alpha_r: float
+    beta_r: float
+    gamma: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: float(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, float]) -> PerfParams:
+        return cls(**{k: float(d[k]) for k in cls.__dataclass_fields__})
+
+    def as_array(self) -> np.ndarray:
+        return np.array(
+            [self.alpha_c, self.beta_c, self.alpha_n, self.beta_n, self.alpha_r,
+             self.beta_r, self.gamma]
+        )
+
+
+@dataclass(frozen=True)
+class GradParams:
+    """Gradient statistics: grad_sqr ~ |g|^2, grad_var ~ tr(Sigma)/M0."""
+
+    sqr: float
+    var: float
+
+    @property
+    def noise_scale(self) -> float:
+        """PGNS divided by M0 (multiply by M0 for the noise scale phi)."""
+        return self.var / self.sqr if self.sqr > 0 else math.inf
+
+
+def gain(grad_sqr: float | np.ndarray, grad_var: float | np.ndarray,
+         scale: float | np.ndarray) -> np.ndarray:
+    """AdaScale gain r(S) = (var + sqr) / (var/S + sqr): progress made by one
+    step at batch S*M0, in iterations at M0."""
+    denom = np.asarray(grad_var / scale + grad_sqr, dtype=float)
+    num = np.asarray(grad_var + grad_sqr, dtype=float)
+    safe = np.where(denom > 0, denom, 1.0)
+    return np.where(denom > 0, num / safe, 1.0)
+
+
+def efficiency(grad_sqr: float | np.ndarray, grad_var: float | np.ndarray,
+               scale: float | np.ndarray) -> np.ndarray:
+    """Statistical efficiency E = r(S)/S = (phi + M0)/(phi + M)."""
+    return gain(grad_sqr, grad_var, scale) / scale
+
+
+def network_time(p: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    """Bottleneck-link all-reduce time; ~0 for a single replica."""
+    inter = nodes > 1
+    intra = ~inter & (replicas > 1)
+    alpha = np.where(inter, p[2], np.where(intra, p[4], _TINY))
+    beta = np.where(inter, p[3], np.where(intra, p[5], _TINY))
+    return alpha + beta * np.maximum(replicas - 2, _TINY)
+
+
+def step_time(p: np.ndarray, nodes: np.ndarray, replicas: np.ndarray,
+              local_bsz: np.ndarray, accum_steps: np.ndarray) -> np.ndarray:
+    """Predicted seconds per optimizer step: s*T_acc + (T_acc^g + T_net^g)^(1/g)."""
+    t_acc = p[0] + p[1] * local_bsz
+    t_net = network_time(p, nodes, replicas)
+    g = p[6]
+    log_sync = np.logaddexp(g * np.log(t_acc), g * np.log(t_net)) / g
+    return accum_steps * t_acc + np.exp(log_sync)
+
+
+def _objective(x: np.ndarray, nodes: np.ndarray, replicas: np.ndarray, m: np.ndarray,
+               log_acc: np.ndarray, log_opt: np.ndarray) -> tuple[float, np.ndarray]:
+    """RMSLE of accumulation and optimizer-step time plus the Pollux priors,
+    with its analytic gradient (fits run thousands of times per replay)."""
+    ac, bc, an, bn, ar, br, g = x
+    n = len(m)
+    inter = nodes > 1
+    intra = ~inter & (replicas > 1)
+    rr = np.maximum(replicas - 2, _TINY)
+    acc = ac + bc * m
+    net = np.where(inter, an + bn * rr, np.where(intra, ar + br * rr, _TINY + _TINY * rr))
+    la, ln = np.log(acc), np.log(net)
+    log_z = np.logaddexp(g * la, g * ln)
+    pred = log_z / g
+    wa, wn = np.exp(g * la - log_z), np.exp(g * ln - log_z)
+    r1, r2 = la - log_acc, pred - log_opt
+    e1 = math.sqrt(float(np.mean(r1 * r1)) + 1e-18)
+    e2 = math.sqrt(float(np.mean(r2 * r2)) + 1e-18)
+    value = e1 + e2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
+    c1 = r1 / (n * e1) / acc          # d e1 / d acc
+    c2 = r2 / (n * e2)                # d e2 / d pred
+    d_acc = c1 + c2 * wa / acc        # total derivative w.r.t. acc
+    d_net = c2 * wn / net
+    grad = np.array([
+        d_acc.sum(),
+        (d_acc * m).sum(),
+        (d_net * inter).sum() - 2e-2 * bn**2 / an**3,
+        (d_net * inter * rr).sum() + 2e-2 * bn / an**2,
+        (d_net * intra).sum() - 2e-2 * br**2 / ar**3,
+        (d_net * intra * rr).sum() + 2e-2 * br / ar**2,
+        (c2 * (-log_z / g**2 + (wa * la + wn * ln) / g)).sum() + 2e-3 * (g - 1),
+    ])
+    return value, grad
+
+
+def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: np.ndarray,
+                    step_time_obs: np.ndarray, sync_time_obs: np.ndarray,
+                    init: PerfParams | None = None) -> PerfParams:
+    """Fit PerfParams to observed steps (one row per configuration).
+
+    ``step_time_obs`` is the time of a synchronizing step, ``sync_time_obs`` the
+    part of it spent in all-reduce; compute time is their difference. Priors
+    (as in Pollux) keep unobserved parts of the model optimistic: parameters
+    with no data to inform them are pinned near zero, and inter-node network is
+    assumed at least 10% slower than intra-node until measured.
+    """
+    nodes = np.asarray(num_nodes, dtype=float)
+    replicas = np.asarray(num_replicas, dtype=float)
+    m = np.asarray(local_bsz, dtype=float)
+    step = np.asarray(step_time_obs, dtype=float)
+    acc = np.maximum(step - np.asarray(sync_time_obs, dtype=float), _TINY)
+    x0 = init.as_array() if init is not None else np.array([0.1, 0.01] * 3 + [1.001])
+    lower = np.array([_TINY] * 6 + [1.0])
+    upper = np.array([np.inf] * 6 + [10.0])
+    fixed = np.zeros(7, dtype=bool)
+    if len(np.unique(m)) == 1:
+        x0[0] = lower[0] = upper[0] = float(np.mean(acc)) / 2
+        fixed[0] = True
+    if not np.any(nodes > 1):
+        fixed[[2, 3]] = True
+    if not np.any((nodes == 1) & (replicas > 1)):
+        fixed[[4, 5]] = True
+    if not np.any(replicas > 2):
+        fixed[[3, 5]] = True
+    for i in np.flatnonzero(fixed):
+        if i != 0:
+            x0[i] = lower[i] = upper[i] = _TINY
+    x0 = np.clip(x0, lower, upper)
+    free = ~fixed
+    args = (nodes, replicas, m, np.log(acc), np.log(step))
+
+    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
+        x = x0.copy()
+        x[free] = z
+        v, g = _objective(x, *args)
+        return v, g[free]
+
+    res = scipy.optimize.minimize(
+        fun, x0[free], jac=True, method="L-BFGS-B",
+        bounds=list(zip(lower[free], upper[free], strict=True)),
+    )
+    x = x0.copy()
+    x[free] = res.x
+    if not np.any(nodes > 1):
+        x[2] = max(x[2], x[4] * 1.1)
+        x[3] = max(x[3], x[5] * 1.1)
+    return PerfParams(*map(float, x))
+
+
+def split_batch(batch_size, replicas, max_local_bsz: int, init_batch_size: int,
+                max_batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(micro-batch, accumulation steps) that run a fixed total batch on R
+    replicas: the fewest accumulation steps that keep the micro-batch within
+    its limit, and at least one on a single replica above M0 (so gradient
+    noise stays measurable)."""
+    batch = np.asarray(batch_size, dtype=float)
+    r = np.asarray(replicas, dtype=float)
+    local = np.ceil(batch / r - 1e-8)
+    accum = np.ceil(local / max_local_bsz - 1e-8) - 1
+    accum = np.where((r == 1) & (batch > init_batch_size), np.maximum(accum, 1), accum)
+    micro = np.ceil(local / (accum + 1) - 1e-8)
+    micro = np.minimum(micro, np.floor(max_batch_size / (r * (accum + 1))))
+    return np.maximum(micro, 1).astype(int), accum.astype(int)
+
+
+@dataclass(frozen=True)
+class BatchChoice:
+    """Best configuration per allocation: goodput, micro-batch, accumulation."""
+
+    goodput: np.ndarray
+    local_bsz: np.ndarray
+    accum_steps: np.ndarray
+
+    @property
+    def batch_size(self) -> np.ndarray:
+        return self.local_bsz * (self.accum_steps + 1)
+
+
+@dataclass(frozen=True)
+class GoodputModel:
+    """GOODPUT(a, M) = THROUGHPUT(a, M) * EFFICIENCY(M) for one job."""
+
+    perf: PerfParams
+    grad: GradParams
+    init_batch_size: int
+
+    def throughput(self, nodes, replicas, local_bsz, accum_steps) -> np.ndarray:
+        p = self.perf.as_array()
+        batch = replicas * local_bsz * (accum_steps + 1)
+        return batch / step_time(p, nodes, replicas, local_bsz, accum_steps)
+
+    def efficiency(self, batch_size) -> np.ndarray:
+        return efficiency(self.grad.sqr, self.grad.var, batch_size / self.init_batch_size)
+
+    def goodput(self, nodes, replicas, local_bsz, accum_steps) -> np.ndarray:
+        batch = replicas * local_bsz * (accum_steps + 1)
+        return self.throughput(nodes, replicas, local_bsz, accum_steps) * self.efficiency(batch)
+
+    def optimize(self, nodes, replicas, max_batch_size: int,
+                 local_bsz_range: tuple[int, int], accumulation: bool = True,
+                 num_candidates: int = 50) -> BatchChoice:
+        """Best batch size per (nodes, replicas): 50 geometric candidates in
+        [max(M0, min_m*R), max_batch]; accumulation splits a local batch that
+        exceeds the micro-batch limit. One replica above M0 always uses at least
+        one accumulation step so that gradient noise can still be measured."""
+        nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
+        replicas = np.atleast_1d(np.asarray(replicas, dtype=float))
+        nodes, replicas = np.broadcast_arrays(nodes, replicas)
+        lo_m, hi_m = local_bsz_range
+        m0 = self.init_batch_size
+        lo = np.maximum(m0, lo_m * replicas)
+        hi = np.maximum(lo, max_batch_size)
+        frac = np.linspace(0.0, 1.0, num_candidates)[:, None]
+        batch = np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo)))
+        local = batch / replicas
+        if accumulation:
+            accum = np.ceil(local / hi_m - 1e-8) - 1
+            accum = np.where((replicas == 1) & (local > m0 + 1e-8), np.maximum(accum, 1), accum)
+        else:
+            accum = np.zeros_like(local)
+        micro = np.ceil(local / (accum + 1) - 1e-8)
+        good = self.goodput(nodes, replicas, micro, accum)
+        valid = (micro >= lo_m) & (micro <= hi_m) & (replicas * micro * (accum + 1) <= hi + 1e-8)
+        good = np.where(valid, good, 0.0)
+        idx = np.argmax(good, axis=0)
+        cols = np.arange(good.shape[1])
+        return BatchChoice(good[idx, cols], micro[idx, cols].astype(int),
+                           accum[idx, cols].astype(int))

@@ -1,0 +1,110 @@
+"""The policy protocol shared by simulation and live runs.
+
+A policy sees a ``Snapshot``: what a real scheduler could know (time, nodes,
+each job's declared limits, its requests, its history, and the goodput model
+fitted from the job's own observations). It returns a ``Decision``: slots per
+node and batch size for each job. Only a policy that sets ``uses_oracle`` gets
+``JobView.oracle`` filled with ground truth, and its name must say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from coadapt.models.goodput import GoodputModel
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """Ground truth for oracle baselines only (e.g. Optimus+Oracle)."""
+
+    remaining_iterations: Callable[[int], float]  # batch size -> optimizer steps left
+    step_time: Callable[[tuple[int, ...], int, int], float]  # placement, micro, accum -> s
+
+
+@dataclass(frozen=True)
+class JobView:
+    name: str
+    application: str
+    submit_time: float
+    age: float
+    attained_service: float  # slot-seconds held so far
+    restarts: int
+    allocation: tuple[int, ...]  # slots on each node (len = number of nodes)
+    batch_size: int
+    requested_replicas: int
+    requested_batch: int
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_replicas: int  # declared by the job type
+    max_observed_replicas: int  # largest replica count the job has run at
+    progress: float
+    model: GoodputModel | None  # fitted from the job's own observations
+    oracle: Oracle | None = None
+
+    @property
+    def replicas(self) -> int:
+        return sum(self.allocation)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    time: float
+    slots_per_node: tuple[int, ...]
+    jobs: tuple[JobView, ...]  # active jobs in submission order
+    restart_delay: float
+    interval: float
+
+    @property
+    def total_slots(self) -> int:
+        return sum(self.slots_per_node)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Slots per node and batch; ``adaptive`` lets the job re-tune its batch
+    size between rounds with its own goodput model (as AdaptDL agents do)."""
+
+    allocation: tuple[int, ...]
+    batch_size: int | None = None
+    adaptive: bool = False
+
+
+Decision = dict[str, Assignment]
+
+
+class Policy(Protocol):
+    name: ClassVar[str]
+    uses_oracle: ClassVar[bool]
+
+    def decide(self, snap: Snapshot) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    restart_delay: float = 30.0
+    interval: float = 60.0
+    p: float = -1.0  # power-mean exponent (Pollux)
+
+
+REGISTRY: dict[str, Callable[[PolicyConfig], Policy]] = {}
+
+
+def register(cls):
+    """Class decorator: make a policy available by its ``name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"policy {cls.name!r} registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def make_policy(name: str, config: PolicyConfig) -> Policy:
+    try:
+        factory = REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    return factory(config)

@@ -1,0 +1,40 @@
+"""Throughput-only elastic scheduling: the "dynamic" baseline.
+
+Every round each active job gets one slot in FIFO order while slots last; the
+rest go one at a time to the job with the largest marginal gain in relative
+throughput at its requested batch size, from the same fitted throughput model
+Pollux uses. No statistical efficiency, no batch adaptation, no oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from coadapt.policies.base import Assignment, Decision, PolicyConfig, Snapshot, register
+from coadapt.policies.estimates import fixed_batch_throughput, greedy_marginal, growth_cap
+from coadapt.policies.placement import pack
+
+
+@register
+@dataclass
+class Dynamic:
+    config: PolicyConfig
+    name: ClassVar[str] = "dynamic"
+    uses_oracle: ClassVar[bool] = False
+
+    def decide(self, snap: Snapshot) -> Decision:
+        per_node = max(snap.slots_per_node)
+        values = []
+        for job in snap.jobs:
+            cap = min(growth_cap(job, snap.total_slots), job.requested_batch // job.min_local_bsz)
+            r = np.arange(1, max(cap, 1) + 1)
+            x = fixed_batch_throughput(job, r, per_node)
+            values.append(np.concatenate([[0.0], x / x[0]]))
+        counts = greedy_marginal(values, snap.total_slots)
+        want = {j.name: c for j, c in zip(snap.jobs, counts, strict=True) if c > 0}
+        placed = pack(want, snap.slots_per_node, {j.name: j.allocation for j in snap.jobs})
+        return {j.name: Assignment(placed[j.name], j.requested_batch)
+                for j in snap.jobs if j.name in placed}

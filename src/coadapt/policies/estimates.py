@@ -1,0 +1,77 @@
+"""What a scheduler can estimate about a job from its own fitted model.
+
+Shared by the model-based policies so that they read a job's observations the
+same way: throughput at its requested batch, best goodput per slot count, and
+how far it may grow beyond what it has been seen to run at.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from coadapt.models.goodput import split_batch
+from coadapt.policies.base import JobView
+
+
+def packed_nodes(replicas: np.ndarray, per_node: int) -> np.ndarray:
+    """Nodes used when R slots are packed onto as few nodes as possible."""
+    return np.maximum(np.ceil(np.asarray(replicas) / per_node), 1)
+
+
+def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
+    full, rest = divmod(replicas, per_node)
+    return (per_node,) * full + ((rest,) if rest else ())
+
+
+def growth_cap(job: JobView, total_slots: int) -> int:
+    """Most slots worth giving: at most twice what the job has run at (its
+    throughput beyond that is an extrapolation), within its declared limits."""
+    cap = min(max(2 * job.max_observed_replicas, 1), total_slots, job.max_replicas,
+              job.max_batch_size // job.min_local_bsz)
+    return max(cap, 1)
+
+
+def fixed_batch_throughput(job: JobView, replicas: np.ndarray, per_node: int) -> np.ndarray:
+    """Samples/s at the requested batch on packed placements; proportional to
+    R (relative units) for a job that has not reported any step yet."""
+    r = np.asarray(replicas, dtype=float)
+    if job.model is None:
+        return r
+    m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
+                       job.max_batch_size)
+    return job.model.throughput(packed_nodes(r, per_node), r, m, s)
+
+
+def best_goodput(job: JobView, nodes: np.ndarray, replicas: np.ndarray):
+    """Best goodput and its (micro-batch, accumulation) per allocation shape."""
+    assert job.model is not None
+    return job.model.optimize(nodes, replicas, job.max_batch_size,
+                              (job.min_local_bsz, job.max_local_bsz))
+
+
+def greedy_marginal(values: list[np.ndarray], budget: int) -> list[int]:
+    """One slot to each job in order while slots last, then each further slot to
+    the job whose value rises most (``values[j][r]`` = value at r slots)."""
+    counts = [0] * len(values)
+    heap: list[tuple[float, int]] = []
+    for j, v in enumerate(values):
+        if budget == 0:
+            break
+        if len(v) > 1:
+            counts[j] = 1
+            budget -= 1
+            if len(v) > 2:
+                heap.append((-(v[2] - v[1]), j))
+    heapq.heapify(heap)
+    while budget > 0 and heap:
+        neg, j = heapq.heappop(heap)
+        if -neg <= 0:
+            break
+        counts[j] += 1
+        budget -= 1
+        r, v = counts[j], values[j]
+        if r + 1 < len(v):
+            heapq.heappush(heap, (-(v[r + 1] - v[r]), j))
+    return counts

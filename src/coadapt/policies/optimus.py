@@ -1,0 +1,58 @@
+"""Optimus+Oracle (Peng et al., EuroSys 2018, as run in the Pollux study).
+
+An ORACLE baseline: it reads each job's true remaining iterations and true
+step times from the profile. Each job gets one slot in order while slots
+last; further slots go to the job whose remaining time drops most,
+(T(r) - T(r+1)) * remaining iterations, at the requested batch size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from coadapt.models.goodput import split_batch
+from coadapt.policies.base import Assignment, Decision, JobView, PolicyConfig, Snapshot, register
+from coadapt.policies.estimates import greedy_marginal, packed_placement
+from coadapt.policies.placement import spread_most_free
+
+
+@register
+@dataclass
+class OptimusOracle:
+    config: PolicyConfig
+    name: ClassVar[str] = "optimus-oracle"
+    uses_oracle: ClassVar[bool] = True
+
+    def _values(self, job: JobView, total: int, per_node: int) -> np.ndarray:
+        assert job.oracle is not None, "optimus-oracle needs oracle data from the engine"
+        cap = max(1, min(job.max_replicas, job.requested_batch // job.min_local_bsz, total))
+        r = np.arange(1, cap + 1)
+        m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
+                           job.max_batch_size)
+        steps = np.array([job.oracle.step_time(packed_placement(int(ri), per_node), int(mi),
+                                               int(si)) for ri, mi, si in zip(r, m, s, strict=True)])
+        remaining = job.oracle.remaining_iterations(job.requested_batch)
+        return np.concatenate([[-np.inf], -steps * remaining])
+
+    def decide(self, snap: Snapshot) -> Decision:
+        per_node = max(snap.slots_per_node)
+        values = [self._values(j, snap.total_slots, per_node) for j in snap.jobs]
+        counts = greedy_marginal(values, snap.total_slots)
+        free = np.array(snap.slots_per_node, dtype=int)
+        out: Decision = {}
+        order = sorted(range(len(counts)), key=lambda i: counts[i])
+        for i in order:  # keep the placement of jobs whose count is unchanged
+            job = snap.jobs[i]
+            if counts[i] and job.replicas == counts[i]:
+                free -= np.array(job.allocation)
+                out[job.name] = Assignment(job.allocation, job.requested_batch)
+        for i in order:
+            job = snap.jobs[i]
+            if counts[i] and job.name not in out:
+                alloc = spread_most_free(counts[i], free)
+                assert alloc is not None
+                out[job.name] = Assignment(alloc, job.requested_batch)
+        return out

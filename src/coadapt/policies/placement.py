@@ -1,0 +1,84 @@
+"""Placing slot counts on nodes.
+
+Two strategies, both used by several policies: ``spread_most_free`` is the
+gang placement of Tiresias/Optimus (take the node with the most free slots
+first); ``pack`` is Pollux's: keep unchanged jobs where they are, put a job on
+one node when it fits (best fit), and let at most one multi-node job use any
+node (interference avoidance).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def spread_most_free(count: int, free: np.ndarray) -> tuple[int, ...] | None:
+    """Take slots from the node with the most free slots first (lowest index on
+    ties); updates ``free`` in place. None if the cluster lacks ``count`` slots."""
+    if count > free.sum():
+        return None
+    alloc = np.zeros_like(free)
+    left = count
+    while left > 0:
+        i = int(np.argmax(free))
+        take = min(int(free[i]), left)
+        alloc[i] += take
+        free[i] -= take
+        left -= take
+    return tuple(int(x) for x in alloc)
+
+
+def pack(counts: dict[str, int], slots_per_node: tuple[int, ...],
+         current: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Place ``counts`` (job -> slots). Jobs whose count is unchanged keep
+    their current nodes. A job may receive fewer slots than asked when the
+    free slots are fragmented or the one-multi-node-job-per-node rule binds."""
+    free = np.array(slots_per_node, dtype=int)
+    capacity = free.copy()
+    multi = np.zeros(len(free), dtype=bool)  # node already hosts a multi-node job
+    out: dict[str, tuple[int, ...]] = {}
+    for name, want in counts.items():
+        cur = current.get(name)
+        if want > 0 and cur is not None and sum(cur) == want and len(cur) == len(free):
+            arr = np.array(cur)
+            if np.all(arr <= free):
+                free -= arr
+                if np.count_nonzero(arr) > 1:
+                    multi |= arr > 0
+                out[name] = cur
+    todo = sorted(((n, c) for n, c in counts.items() if c > 0 and n not in out),
+                  key=lambda item: -item[1])
+    for name, want in todo:
+        alloc = _place_one(want, free, capacity, multi)
+        if alloc is not None:
+            out[name] = alloc
+    return out
+
+
+def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,
+               multi: np.ndarray) -> tuple[int, ...] | None:
+    fits = np.flatnonzero(free >= want)
+    alloc = np.zeros_like(free)
+    if len(fits):
+        # Best fit: the fullest node that still has room keeps big holes open.
+        i = fits[np.argmin(free[fits] + 1e-3 * fits)]
+        alloc[i] = want
+    else:
+        usable = np.flatnonzero((free > 0) & ~multi)
+        if len(usable) == 0:
+            return None
+        # Whole empty nodes first, then the emptiest remaining ones.
+        order = usable[np.lexsort((usable, -free[usable], free[usable] != capacity[usable]))]
+        left = want
+        for i in order:
+            take = min(int(free[i]), left)
+            alloc[i] = take
+            left -= take
+            if left == 0:
+                break
+    if alloc.sum() == 0:
+        return None
+    free -= alloc
+    if np.count_nonzero(alloc) > 1:
+        multi |= alloc > 0
+    return tuple(int(x) for x in alloc)

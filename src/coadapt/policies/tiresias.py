@@ -1,0 +1,71 @@
+"""Tiresias (Gu et al., NSDI 2019), discretized 2D-LAS as in the Pollux study.
+
+Two queues split at 16 GPU-hours of attained service (time x requested
+slots), FIFO within a queue, no starvation promotion; jobs run at their
+requested slots and batch size; a job that no longer fits is preempted; a
+smaller job later in the queue may start when an earlier one does not fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from coadapt.policies.base import Assignment, Decision, PolicyConfig, Snapshot, register
+from coadapt.policies.placement import spread_most_free
+
+
+@register
+@dataclass
+class Tiresias:
+    config: PolicyConfig
+    threshold: float = 16 * 3600.0  # slot-seconds before demotion to the second queue
+    name: ClassVar[str] = "tiresias"
+    uses_oracle: ClassVar[bool] = False
+    _q0: list[str] = field(default_factory=list)
+    _q1: list[str] = field(default_factory=list)
+    _running: set[str] = field(default_factory=set)
+    _executed: dict[str, float] = field(default_factory=dict)
+    _last_check: dict[str, float] = field(default_factory=dict)
+
+    def decide(self, snap: Snapshot) -> Decision:
+        now = snap.time
+        jobs = {j.name: j for j in snap.jobs}
+        self._q0 = [k for k in self._q0 if k in jobs]
+        self._q1 = [k for k in self._q1 if k in jobs]
+        self._running &= jobs.keys()
+        for name in jobs:
+            if name not in self._executed:
+                self._executed[name] = 0.0
+                self._last_check[name] = now
+                self._q0.append(name)
+        for name, job in jobs.items():
+            if name in self._running:
+                self._executed[name] += now - self._last_check[name]
+                if name in self._q0 and self._executed[name] * job.requested_replicas >= self.threshold:
+                    self._q0.remove(name)
+                    self._q1.append(name)
+            self._last_check[name] = now
+        budget = snap.total_slots
+        running: list[str] = []
+        for name in self._q0 + self._q1:
+            need = jobs[name].requested_replicas
+            if need <= budget:
+                running.append(name)
+                budget -= need
+        self._running = set(running)
+        free = np.array(snap.slots_per_node, dtype=int)
+        decision: Decision = {}
+        for name in running:  # keep placements of jobs that stay
+            alloc = jobs[name].allocation
+            if sum(alloc) == jobs[name].requested_replicas:
+                free -= np.array(alloc)
+                decision[name] = Assignment(alloc, jobs[name].requested_batch)
+        for name in running:
+            if name not in decision:
+                alloc = spread_most_free(jobs[name].requested_replicas, free)
+                assert alloc is not None
+                decision[name] = Assignment(alloc, jobs[name].requested_batch)
+        return decision

@@ -1,0 +1,158 @@
+"""``coadapt profile``: measure every job type on this machine and write ``profiles/``.
+
+Two phases, each with a stderr progress bar: the timing grid (all types'
+cells interleaved, see :mod:`coadapt.profiling.measure`) and the runs to
+target (:mod:`coadapt.profiling.curves`). Then one folder per type is written
+(:mod:`coadapt.profiling.cpu_format`) with two plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from coadapt.profiling.build import build_profile
+from coadapt.profiling.cpu_format import write_cpu_profile
+from coadapt.profiling.curves import curve_batch_sizes, plan_runs, run_curves
+from coadapt.profiling.measure import GridSettings, measure_grid, plan_cells, schedule
+from coadapt.profiling.progress import ProgressBar
+from coadapt.profiling.stats import drop_warmup, mark_contention, summarize_cells
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """Everything that decides how long profiling takes and how precise it is."""
+
+    grid: GridSettings
+    seeds: int
+    quick: bool
+    curve_max_steps: int | None = None
+    plots: bool = True
+
+
+def job_types(names: list[str] | None = None) -> list[Any]:
+    """Job types from the registry, in registry order, optionally filtered by name."""
+    from coadapt.jobs import registry
+
+    known = registry.all_job_types()
+    by_name = {j.name: j for j in known}
+    if not names:
+        return list(known)
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown job type(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(by_name)}")
+    return [by_name[n] for n in names]
+
+
+def settings_from_args(args: argparse.Namespace) -> ProfileSettings:
+    workers_max = args.workers_max or os.cpu_count() or 1
+    grid = GridSettings.quick() if args.quick else GridSettings()
+    grid = replace(grid, workers_max=workers_max)
+    if args.repeats:
+        grid = replace(grid, repeats=args.repeats)
+    seeds = args.seeds if args.seeds else (1 if args.quick else 3)
+    return ProfileSettings(grid=grid, seeds=seeds, quick=args.quick,
+                           curve_max_steps=args.max_steps, plots=not args.no_plots)
+
+
+def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[str, Path]:
+    """Measure, build and write one profile folder per job type."""
+    grid = settings.grid
+    cells = [c for job in jobs for c in plan_cells(job, grid)]
+    n_runs = len(schedule(cells, grid.repeats))
+    log.info("timing grid: %d cells x %d repeats = %d runs (%d+%d steps each)",
+             len(cells), grid.repeats, n_runs, grid.warmup, grid.steps)
+    started = time.monotonic()
+    with ProgressBar(total=n_runs, items=n_runs, label="timing", unit="runs") as bar:
+        raw = measure_grid(cells, grid, bar=bar)
+    kept = mark_contention(drop_warmup(raw, grid.warmup))
+    summary = summarize_cells(kept)
+    timing_wall = time.monotonic() - started
+    log.info("timing grid done in %.0fs", timing_wall)
+
+    plans = {job.name: plan_runs(job, curve_batch_sizes(job, settings.quick), settings.seeds,
+                                 grid.workers_max) for job in jobs}
+    n_curves = sum(len(p) for p in plans.values())
+    curves: dict[str, pl.DataFrame] = {}
+    started = time.monotonic()
+    with ProgressBar(total=n_curves, items=n_curves, label="to-target", unit="runs") as bar:
+        for job in jobs:
+            curves[job.name] = run_curves(job, plans[job.name], max_steps=settings.curve_max_steps,
+                                          bar=bar)
+    curves_wall = time.monotonic() - started
+    log.info("runs to target done in %.0fs", curves_wall)
+
+    written = {}
+    for job in jobs:
+        mine = pl.col("type") == job.name
+        meta_settings = {**asdict(grid), "seeds": settings.seeds, "quick": settings.quick,
+                         "curve_max_steps": settings.curve_max_steps,
+                         "timing_wall_s": round(timing_wall, 1),
+                         "curves_wall_s": round(curves_wall, 1)}
+        profile = build_profile(job, kept.filter(mine), summary.filter(mine), curves[job.name],
+                                meta_settings)
+        folder = write_cpu_profile(out / job.name, profile)
+        if settings.plots:
+            _plots(folder, summary.filter(mine), curves[job.name], profile.meta.init_batch_size)
+        written[job.name] = folder
+        log.info("wrote %s", folder)
+    return written
+
+
+def _plots(folder: Path, summary: pl.DataFrame, curves: pl.DataFrame, m0: int) -> None:
+    from coadapt.profiling.plots import plot_efficiency, plot_throughput
+
+    try:
+        plot_throughput(summary, folder / "throughput.png", f"{folder.name}: throughput")
+        if curves.height:
+            plot_efficiency(curves, m0, folder / "efficiency.png", f"{folder.name}: noise scale")
+    except Exception as exc:  # a plot must never cost the measurements
+        log.warning("%s: plotting failed: %s", folder.name, exc)
+
+
+def handler(args: argparse.Namespace) -> int:
+    """Entry point of ``coadapt profile``; returns the process exit code."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    names = [n.strip() for n in args.types.split(",") if n.strip()] if args.types else None
+    jobs = job_types(names)
+    settings = settings_from_args(args)
+    started = time.monotonic()
+    log.info("profiling %s (%s mode) into %s", ", ".join(j.name for j in jobs),
+             "quick" if settings.quick else "full", args.out)
+    written = run_profile(jobs, settings, Path(args.out))
+    log.info("profile done in %.0fs: %s", time.monotonic() - started,
+             ", ".join(str(p) for p in written.values()))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``coadapt profile`` to the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "profile", help="measure job types on this machine and write profiles/",
+        description="Time the real CPU jobs over worker counts x batch sizes and run them "
+                    "to target at several batch sizes; write profiles/<type>/.")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller grid, 1 repeat, 1 seed, 3 batch sizes (< 5 min)")
+    p.add_argument("--types", default=None, help="comma-separated job types (default: all)")
+    p.add_argument("--out", default="profiles", help="output folder (default: profiles)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="separate runs per timing cell (default: 3, quick 1)")
+    p.add_argument("--workers-max", type=int, default=None,
+                   help="largest worker count to time (default: os.cpu_count())")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="runs to target per batch size (default: 3, quick 1)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="cap optimizer steps of each run to target (default: none)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.set_defaults(func=handler)

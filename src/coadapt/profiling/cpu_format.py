@@ -1,0 +1,323 @@
+"""The on-disk format of a measured CPU job profile, ``profiles/<type>/``.
+
+It extends the AdaptDL trace layout (``placements.csv``, ``validation-<M>.csv``)
+so the same simulator code reads both, and adds what AdaptDL kept implicit: the
+job's limits and target, the machine it was measured on, the fitted throughput
+parameters, the spread of the timings and every raw step (``timings.csv``), so
+a reader can judge how much to trust a number and re-derive it.
+
+Files are small and parsed with :mod:`csv` row by row, so a bad value is
+reported as ``file:line: field 'x': ...`` rather than as a dtype error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import re
+import socket
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from coadapt.profiling.profile import AppProfile, ProfileError
+
+FORMAT_NAME = "coadapt-cpu-profile"
+FORMAT_VERSION = 1
+
+PLACEMENT_FIELDS: dict[str, type] = {
+    "placement": str, "local_bsz": int, "step_time": float, "sync_time": float,
+}
+PLACEMENT_EXTRA: dict[str, type] = {
+    "cpu_time": float, "step_time_p25": float, "step_time_p75": float, "repeats": int,
+}
+VALIDATION_FIELDS: dict[str, type] = {
+    "progress": float, "iteration": int, "metric": float, "grad_sqr": float, "grad_var": float,
+}
+VALIDATION_EXTRA: dict[str, type] = {"samples": int, "wall_time": float}
+_VALIDATION_RE = re.compile(r"^validation-(\d+)\.csv$")
+
+
+@dataclass(frozen=True)
+class JobMeta:
+    """What the simulator needs to know about a job type besides its measurements."""
+
+    name: str
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_replicas: int
+    target: float | None
+    higher_is_better: bool
+    eval_every: float | None = None
+    dataset_size: int | None = None
+    metric: str | None = None
+
+
+@dataclass
+class CpuProfile:
+    """Everything in one ``profiles/<type>/`` folder, before conversion to AppProfile."""
+
+    meta: JobMeta
+    placements: pl.DataFrame
+    validation: dict[int, pl.DataFrame]
+    info: dict[str, Any] = field(default_factory=dict)  # the rest of profile.json
+    timings: pl.DataFrame | None = None
+    path: Path | None = None
+
+
+def machine_info() -> dict[str, Any]:
+    """Identify the machine so profiles from different hosts are never confused."""
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        import torch
+
+        torch_version = torch.__version__
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        torch_version = None
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu,
+        "nproc": os.cpu_count(),
+        "torch": torch_version,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_cpu_profile(out_dir: str | Path, profile: CpuProfile) -> Path:
+    """Write ``profile.json``, ``placements.csv``, ``validation-<M>.csv`` and ``timings.csv``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("validation-*.csv"):
+        old.unlink()  # a stale curve from an earlier run must not survive
+    cols = list(PLACEMENT_FIELDS) + [c for c in PLACEMENT_EXTRA if c in profile.placements.columns]
+    profile.placements.select(cols).sort("placement", "local_bsz").write_csv(out / "placements.csv")
+    files: dict[str, Any] = {"placements": "placements.csv", "validation": {}}
+    for bsz, frame in sorted(profile.validation.items()):
+        vcols = list(VALIDATION_FIELDS) + [c for c in VALIDATION_EXTRA if c in frame.columns]
+        name = f"validation-{int(bsz)}.csv"
+        frame.select(vcols).write_csv(out / name)
+        files["validation"][str(int(bsz))] = name
+    if profile.timings is not None:
+        profile.timings.write_csv(out / "timings.csv", float_precision=7)
+        files["timings"] = "timings.csv"
+    doc = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "job": asdict(profile.meta)}
+    doc.update({k: v for k, v in profile.info.items() if k not in ("format", "version", "job")})
+    doc.setdefault("machine", machine_info())
+    doc["files"] = files
+    (out / "profile.json").write_text(json.dumps(_finite(doc), indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN: write None instead, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_line(text: str, key: str) -> int | None:
+    """Line number of the first ``"key":`` in a JSON text, to point at a bad field."""
+    needle = f'"{key}"'
+    for i, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return i
+    return None
+
+
+def _read_meta(path: Path) -> tuple[JobMeta, dict[str, Any]]:
+    if not path.is_file():
+        raise ProfileError(f"{path}: missing (every profile folder needs a profile.json)")
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(doc, dict):
+        raise ProfileError(f"{path}:1: expected a JSON object")
+
+    def bad(key: str, why: str) -> ProfileError:
+        line = _json_line(text, key)
+        return ProfileError(f"{path}:{line if line else '?'}: field '{key}': {why}")
+
+    if doc.get("format") != FORMAT_NAME:
+        raise bad("format", f"expected {FORMAT_NAME!r}, got {doc.get('format')!r}")
+    version = doc.get("version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise bad("version", f"expected an integer <= {FORMAT_VERSION}, got {version!r}")
+    job = doc.get("job")
+    if not isinstance(job, dict):
+        raise bad("job", "missing or not an object")
+    kinds: dict[str, tuple[type | tuple[type, ...], bool]] = {
+        "name": (str, False), "init_batch_size": (int, False), "max_batch_size": (int, False),
+        "min_local_bsz": (int, False), "max_local_bsz": (int, False),
+        "max_replicas": (int, False), "target": ((int, float), True),
+        "higher_is_better": (bool, False), "eval_every": ((int, float), True),
+        "dataset_size": (int, True), "metric": (str, True),
+    }
+    values: dict[str, Any] = {}
+    for key, (kind, optional) in kinds.items():
+        value = job.get(key)
+        if value is None and optional:
+            values[key] = None
+            continue
+        if key not in job:
+            raise bad("job", f"lacks required field '{key}'")
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok or (isinstance(value, int) and not isinstance(value, bool) and value < 1
+                      and key != "target"):
+            raise bad(key, f"expected {getattr(kind, '__name__', 'a number')}"
+                      f"{' >= 1' if kind is int else ''}, got {value!r}")
+        values[key] = value
+    meta = JobMeta(**values)
+    if not meta.min_local_bsz <= meta.max_local_bsz:
+        raise bad("min_local_bsz", f"{meta.min_local_bsz} > max_local_bsz {meta.max_local_bsz}")
+    if not meta.init_batch_size <= meta.max_batch_size:
+        raise bad("init_batch_size",
+                  f"{meta.init_batch_size} > max_batch_size {meta.max_batch_size}")
+    return meta, doc
+
+
+def read_csv_checked(path: Path, fields: dict[str, type],
+                     extra: dict[str, type] | None = None) -> pl.DataFrame:
+    """Read a small CSV, checking every value; errors say ``file:line: field 'x': ...``."""
+    if not path.is_file():
+        raise ProfileError(f"{path}: missing")
+    extra = extra or {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise ProfileError(f"{path}:1: empty file, expected header {','.join(fields)}")
+        header = [h.strip() for h in header]
+        for name in fields:
+            if name not in header:
+                raise ProfileError(f"{path}:1: field '{name}': missing from header {header}")
+        kinds = {**{k: v for k, v in extra.items() if k in header}, **fields}
+        columns: dict[str, list[Any]] = {name: [] for name in kinds}
+        index = {name: header.index(name) for name in kinds}
+        for row in reader:
+            line = reader.line_num
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise ProfileError(f"{path}:{line}: expected {len(header)} fields, got {len(row)}")
+            for name, kind in kinds.items():
+                columns[name].append(_parse(path, line, name, row[index[name]].strip(), kind))
+    if not columns[next(iter(fields))]:
+        raise ProfileError(f"{path}:2: no data rows")
+    schema = {name: {str: pl.String, int: pl.Int64, float: pl.Float64}[k]
+              for name, k in kinds.items()}
+    ordered = [n for n in header if n in kinds]
+    return pl.DataFrame(columns, schema=schema).select(ordered)
+
+
+def _parse(path: Path, line: int, name: str, raw: str, kind: type) -> Any:
+    def bad(why: str) -> ProfileError:
+        return ProfileError(f"{path}:{line}: field '{name}': {why}, got {raw!r}")
+
+    if kind is str:
+        if name == "placement" and not re.fullmatch(r"[1-9][0-9]*", raw):
+            raise bad("expected a digit string of workers per node such as '2'")
+        return raw
+    try:
+        value = float(raw)
+    except ValueError:
+        raise bad(f"expected {kind.__name__}") from None
+    if not math.isfinite(value):
+        raise bad("expected a finite number")
+    if kind is int:
+        if value != int(value):
+            raise bad("expected an integer")
+        value = int(value)
+    if value < 0:
+        raise bad("expected a non-negative number")
+    return value
+
+
+def read_cpu_profile(path: str | Path) -> CpuProfile:
+    """Read and check one ``profiles/<type>/`` folder (no AppProfile dependency)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise ProfileError(f"{root}: not a profile folder")
+    meta, doc = _read_meta(root / "profile.json")
+    placements = read_csv_checked(root / "placements.csv", PLACEMENT_FIELDS, PLACEMENT_EXTRA)
+    bad_sync = placements.filter(pl.col("sync_time") > pl.col("step_time") * 1.000001)
+    if bad_sync.height:
+        raise ProfileError(f"{root / 'placements.csv'}: field 'sync_time': exceeds step_time "
+                           f"for placement {bad_sync['placement'][0]} "
+                           f"local_bsz {bad_sync['local_bsz'][0]}")
+    validation: dict[int, pl.DataFrame] = {}
+    for file in sorted(root.glob("validation-*.csv")):
+        match = _VALIDATION_RE.match(file.name)
+        if not match:
+            raise ProfileError(f"{file}: name must be validation-<batch size>.csv")
+        frame = read_csv_checked(file, VALIDATION_FIELDS, VALIDATION_EXTRA)
+        for col in ("progress", "iteration"):
+            steps = frame[col].diff().drop_nulls()
+            if (steps < 0).any():
+                row = int((steps < 0).arg_max()) + 3  # header is line 1, diff drops row 1
+                raise ProfileError(f"{file}:{row}: field '{col}': decreases")
+        validation[int(match.group(1))] = frame
+    if not validation:
+        raise ProfileError(f"{root}: no validation-<M>.csv files")
+    timings = None
+    if (root / "timings.csv").is_file():
+        timings = pl.read_csv(root / "timings.csv")
+    return CpuProfile(meta, placements, validation, doc, timings, root)
+
+
+def to_app_profile(profile: CpuProfile) -> AppProfile:
+    """Convert to the simulator's :class:`coadapt.profiling.profile.AppProfile`."""
+    meta, machine = profile.meta, profile.info.get("machine", {})
+    source = (f"{FORMAT_NAME} v{profile.info.get('version')} {profile.path or ''} "
+              f"({machine.get('hostname', '?')}, {machine.get('cpu_model', '?')}, "
+              f"{machine.get('date', '?')})")
+    return AppProfile(
+        name=meta.name, init_batch_size=meta.init_batch_size,
+        max_batch_size=meta.max_batch_size, min_local_bsz=meta.min_local_bsz,
+        max_local_bsz=meta.max_local_bsz, max_replicas=meta.max_replicas,
+        placements=profile.placements, scalability=None, validation=profile.validation,
+        completion_epochs=None, target=meta.target, higher_is_better=meta.higher_is_better,
+        source=source,
+    )
+
+
+def load_cpu_profile(path: str | Path) -> AppProfile:
+    """Read ``profiles/<type>/`` into an AppProfile; raises :class:`ProfileError`."""
+    return to_app_profile(read_cpu_profile(path))
+
+
+def load_cpu_profiles(root: str | Path) -> dict[str, AppProfile]:
+    """Every ``<root>/<type>/profile.json`` folder as ``{type name: AppProfile}``."""
+    base = Path(root)
+    if not base.is_dir():
+        raise ProfileError(f"{base}: profiles folder not found")
+    found: dict[str, AppProfile] = {}
+    for sub in sorted(p for p in base.iterdir() if (p / "profile.json").is_file()):
+        app = load_cpu_profile(sub)
+        found[app.name] = app
+    if not found:
+        raise ProfileError(f"{base}: no <type>/profile.json folders")
+    return found

@@ -1,0 +1,167 @@
+"""Runs to target: metric and gradient statistics along training at several batch sizes.
+
+Each run trains one job type at a fixed total batch M until its validation
+metric reaches the target, and becomes one ``validation-<M>.csv``: one row per
+validation point, with cumulative progress (iterations at M0), optimizer steps,
+samples, the metric and the gradient statistics at that point. Repeats with
+different seeds show how much the gradient noise scale phi = M0*grad_var/grad_sqr
+moves between runs, which bounds how precisely any scheduler can know it.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from coadapt.profiling.progress import ProgressBar
+from coadapt.profiling.stats import observations_frame
+
+log = logging.getLogger(__name__)
+
+VALIDATION_COLUMNS = ["progress", "iteration", "metric", "grad_sqr", "grad_var",
+                      "samples", "wall_time"]
+
+
+@dataclass(frozen=True)
+class CurveRun:
+    """One run to target: job type, total batch, worker count, seed."""
+
+    type: str
+    batch_size: int
+    workers: int
+    seed: int
+
+    def label(self) -> str:
+        return f"{self.type} M={self.batch_size} K={self.workers} seed={self.seed}"
+
+
+# (run, max_steps or None, events path) -> all events of the run
+CurveRunner = Callable[[CurveRun, int | None, Path], list[dict[str, Any]]]
+
+
+def curve_batch_sizes(job: Any, quick: bool) -> list[int]:
+    """M0 x {1, 4, 16} (quick) or x {1, 2, 4, 8, 16, 32} (full), within max_batch_size."""
+    m0, top = int(job.init_batch_size), int(job.max_batch_size)
+    factors = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32)
+    return [m0 * f for f in factors if m0 * f <= top]
+
+
+def curve_workers(job: Any, batch_size: int, workers_max: int) -> int:
+    """Most workers (fastest run) that split M evenly within the local-batch limits.
+
+    The statistics do not depend on K except through the estimator, which is
+    better with K > 1 (no differencing of consecutive steps). Batches larger
+    than K*max_local use gradient accumulation inside the job.
+    """
+    for k in range(max(workers_max, 1), 0, -1):
+        if batch_size % k == 0 and batch_size // k >= int(job.min_local_bsz):
+            return k
+    return 1
+
+
+def plan_runs(job: Any, batch_sizes: Sequence[int], seeds: int,
+              workers_max: int) -> list[CurveRun]:
+    """Seed-major order, so that if time runs out every batch size has seed 0."""
+    return [CurveRun(job.name, m, curve_workers(job, m, workers_max), s)
+            for s in range(seeds) for m in batch_sizes]
+
+
+def run_group_curve_runner(run: CurveRun, max_steps: int | None,
+                           events: Path) -> list[dict[str, Any]]:
+    """Train with the real worker group until the target (or ``max_steps``)."""
+    from coadapt.eventlog import read_events
+    from coadapt.jobs import run_group
+
+    run_group(run.type, workers=run.workers, batch_size=run.batch_size,
+              max_steps=max_steps, seed=run.seed, events=events)
+    return list(read_events(events))
+
+
+def validation_table(events: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """One row per validation event, joined to the last optimizer step before it.
+
+    ``grad_sqr``/``grad_var`` are the job's smoothed estimates at that step, the
+    values the AdaptDL traces record per epoch; ``wall_time`` is seconds since
+    the first event of the run.
+    """
+    obs = observations_frame(events)
+    vals = [e for e in events if e.get("kind") == "validation"]
+    if not vals or obs.height == 0:
+        return pl.DataFrame(schema={c: pl.Float64 for c in VALIDATION_COLUMNS})
+    t0 = min(float(e["t"]) for e in events if "t" in e)
+    val = pl.DataFrame(
+        {"vt": [float(e["t"]) for e in vals], "vprogress": [float(e["progress"]) for e in vals],
+         "metric": [float(e["metric"]) for e in vals]}
+    ).sort("vt")
+    if "t" not in obs.columns:
+        raise ValueError("observation events lack field 't'")
+    obs = obs.with_columns(pl.col("t").cast(pl.Float64)).sort("t")
+    joined = val.join_asof(obs, left_on="vt", right_on="t", strategy="backward")
+    return joined.select(
+        pl.col("vprogress").alias("progress"),
+        pl.col("step").fill_null(0).cast(pl.Int64).alias("iteration"),
+        "metric",
+        pl.col("grad_sqr").cast(pl.Float64),
+        pl.col("grad_var").cast(pl.Float64),
+        pl.col("samples").fill_null(0).cast(pl.Int64),
+        (pl.col("vt") - t0).alias("wall_time"),
+    )
+
+
+def reached_target(frame: pl.DataFrame, target: float | None,
+                   higher_is_better: bool) -> pl.Series:
+    """Boolean per row: the metric is at or beyond the target."""
+    if target is None:
+        return pl.Series("reached", [False] * frame.height)
+    metric = frame["metric"]
+    return (metric >= target) if higher_is_better else (metric <= target)
+
+
+def to_target(frame: pl.DataFrame, target: float | None,
+              higher_is_better: bool) -> dict[str, float] | None:
+    """Samples, steps, progress and wall time at the first row that reaches target."""
+    hit = frame.filter(reached_target(frame, target, higher_is_better))
+    if hit.height == 0:
+        return None
+    row = hit.row(0, named=True)
+    return {k: row[k] for k in ("samples", "iteration", "progress", "wall_time", "metric")}
+
+
+def with_phi(frame: pl.DataFrame, init_batch_size: int) -> pl.DataFrame:
+    """Add the gradient noise scale phi = M0 * grad_var / grad_sqr."""
+    return frame.with_columns(
+        (init_batch_size * pl.col("grad_var") / pl.col("grad_sqr")).alias("phi")
+    )
+
+
+def run_curves(job: Any, runs: Sequence[CurveRun], runner: CurveRunner = run_group_curve_runner,
+               max_steps: int | None = None, bar: ProgressBar | None = None,
+               workdir: str | Path | None = None) -> pl.DataFrame:
+    """Run every planned run; long form with type, batch_size, workers, seed, reached."""
+    frames = []
+    with tempfile.TemporaryDirectory(prefix="coadapt-curves-") as tmp:
+        wd = Path(workdir) if workdir is not None else Path(tmp)
+        wd.mkdir(parents=True, exist_ok=True)
+        for run in runs:
+            if bar is not None:
+                bar.note(run.label())
+            events = wd / f"{run.type}-M{run.batch_size}-s{run.seed}.jsonl"
+            table = validation_table(runner(run, max_steps, events))
+            done = to_target(table, job.target, job.higher_is_better)
+            log.info("%s: %d validation points, %s", run.label(), table.height,
+                     f"target after {done['samples']} samples" if done else "target not reached")
+            frames.append(table.with_columns(
+                pl.lit(run.type).alias("type"), pl.lit(run.batch_size).alias("batch_size"),
+                pl.lit(run.workers).alias("workers"), pl.lit(run.seed).alias("seed"),
+                reached_target(table, job.target, job.higher_is_better).alias("reached"),
+            ))
+            if bar is not None:
+                bar.advance(1.0)
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+

@@ -1,0 +1,219 @@
+"""The application-profile interface used by the simulator.
+
+A profile answers the questions the simulated "real world" needs: how long a
+step takes on a placement at a micro-batch size, what gradient statistics a job
+sees at batch M in epoch e, where epochs end (in progress, i.e. iterations at
+M0), and when a job is complete. Policies never see it; only the engine's
+modeled jobs do (and a baseline explicitly named an oracle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+from scipy.interpolate import LinearNDInterpolator
+
+from coadapt.models.goodput import PerfParams, fit_perf_params, split_batch
+from coadapt.models.goodput import step_time as model_step_time
+
+
+class ProfileError(ValueError):
+    """A profile file is missing or malformed; the message names file, line, field."""
+
+
+def normalize_placement(placement: tuple[int, ...]) -> tuple[int, ...]:
+    """Drop empty nodes and rotate to the lexicographically smallest rotation
+    (the AdaptDL traces key placements that way)."""
+    p = tuple(int(x) for x in placement if x)
+    if not p:
+        return p
+    return min(p[i:] + p[:i] for i in range(len(p)))
+
+
+@dataclass(frozen=True, eq=False)
+class AppProfile:
+    """Measured behaviour of one job type (see module docstring)."""
+
+    name: str
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_replicas: int
+    placements: pl.DataFrame
+    scalability: pl.DataFrame | None
+    validation: dict[int, pl.DataFrame]
+    completion_epochs: int | None = None
+    target: float | None = None
+    higher_is_better: bool = True
+    source: str = ""
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ---------------------------------------------------------------- throughput
+    @cached_property
+    def _placement_tables(self) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
+        out = {}
+        df = self.placements.sort("local_bsz")
+        for key, grp in df.group_by("placement"):
+            p = normalize_placement(tuple(int(c) for c in str(key[0])))
+            ys = grp.select("step_time", "sync_time").to_numpy()
+            out[p] = (grp["local_bsz"].to_numpy().astype(float), ys)
+        return out
+
+    @cached_property
+    def _all_points(self) -> tuple[np.ndarray, np.ndarray]:
+        rows = []
+        for p, (m, ys) in self._placement_tables.items():
+            for mi, (st, sy) in zip(m, ys, strict=True):
+                rows.append((len(p), sum(p), mi, st, sy))
+        if self.scalability is not None and self.scalability.height:
+            s = self.scalability.select(
+                "num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"
+            ).to_numpy()
+            rows.extend(map(tuple, s))
+        arr = np.array(rows, dtype=float)
+        return arr[:, :3], arr[:, 3:]
+
+    @cached_property
+    def _interpolator(self) -> LinearNDInterpolator | None:
+        xs, ys = self._all_points
+        # Average duplicates of (nodes, replicas, m), as the reference does.
+        keys, inv = np.unique(xs, axis=0, return_inverse=True)
+        means = np.zeros((len(keys), 2))
+        np.add.at(means, inv.ravel(), ys)
+        means /= np.bincount(inv.ravel())[:, None]
+        if len(keys) < 4 or np.linalg.matrix_rank(keys - keys[0]) < 3:
+            return None
+        return LinearNDInterpolator(keys, means)
+
+    @cached_property
+    def fitted_perf(self) -> PerfParams:
+        """The throughput model fitted to every measured point: used where the
+        measurements do not reach (e.g. 16 nodes from a 2-core CPU profile)."""
+        xs, ys = self._all_points
+        return fit_perf_params(xs[:, 0], xs[:, 1], xs[:, 2], ys[:, 0], ys[:, 1])
+
+    def throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        """(step_time, sync_time) in seconds for one synchronizing step."""
+        p = normalize_placement(placement)
+        key = ("tp", p, float(local_bsz))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        table = self._placement_tables.get(p)
+        if table is not None:
+            m, ys = table
+            res = (float(np.interp(local_bsz, m, ys[:, 0])), float(np.interp(local_bsz, m, ys[:, 1])))
+        else:
+            res = None
+            interp = self._interpolator
+            if interp is not None:
+                v = interp([[min(len(p), 16), sum(p), local_bsz]])[0]
+                if np.all(np.isfinite(v)):
+                    res = (float(v[0]), float(v[1]))
+            if res is None:
+                res = self._model_throughput(p, local_bsz)
+        self._cache[key] = res
+        return res
+
+    def _model_throughput(self, p: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        perf = self.fitted_perf.as_array()
+        n, r = np.array([len(p)], float), np.array([sum(p)], float)
+        st = float(model_step_time(perf, n, r, np.array([local_bsz]), np.zeros(1))[0])
+        acc = perf[0] + perf[1] * local_bsz
+        return st, max(st - acc, 0.0)
+
+    # ------------------------------------------------------------ validation data
+    @cached_property
+    def batch_sizes(self) -> np.ndarray:
+        return np.array(sorted(self.validation), dtype=float)
+
+    @cached_property
+    def num_epochs(self) -> int:
+        n = min(df.height for df in self.validation.values())
+        return min(n, self.completion_epochs) if self.completion_epochs else n
+
+    @cached_property
+    def _tables(self) -> dict[str, np.ndarray]:
+        """Per column, an array [batch_size index, epoch] over the common epochs."""
+        n = min(df.height for df in self.validation.values())
+        out = {}
+        for col in ("progress", "iteration", "metric", "grad_sqr", "grad_var"):
+            out[col] = np.stack(
+                [self.validation[int(b)][col].to_numpy()[:n].astype(float) for b in self.batch_sizes]
+            )
+        return out
+
+    @cached_property
+    def epoch_progress(self) -> np.ndarray:
+        """P(e) for e = 0..num_epochs: progress at which epoch e ends (min over
+        batch sizes, as the reference simulator defines it)."""
+        p = self._tables["progress"].min(axis=0)[: self.num_epochs]
+        return np.concatenate([[0.0], p])
+
+    def _interp(self, col: str, batch_size: float, epoch: int) -> float:
+        b = self.batch_sizes
+        vals = self._tables[col][:, min(epoch, self._tables[col].shape[1] - 1)]
+        return float(np.interp(batch_size, b, vals))
+
+    def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
+        """(grad_sqr, grad_var) a job sees in ``epoch`` at total batch M."""
+        key = ("gs", float(batch_size), int(epoch))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = (self._interp("grad_sqr", batch_size, epoch),
+                   self._interp("grad_var", batch_size, epoch))
+            self._cache[key] = hit
+        return hit
+
+    def grad_stats_grid(self, batch_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(grad_sqr, grad_var) arrays [epoch, batch] over all epochs at once."""
+        b = self.batch_sizes
+        sqr = np.stack([np.interp(batch_sizes, b, col) for col in self._tables["grad_sqr"].T])
+        var = np.stack([np.interp(batch_sizes, b, col) for col in self._tables["grad_var"].T])
+        return sqr, var
+
+    def iterations(self, batch_size: float, epoch: int) -> float:
+        """Optimizer steps taken by the end of ``epoch`` (0-based row) at batch M."""
+        return self._interp("iteration", batch_size, epoch)
+
+    def best_metric(self, batch_size: float, epoch: int) -> float | None:
+        """Best validation metric seen in epochs [0, epoch) at batch M."""
+        if epoch <= 0:
+            return None
+        t = self._tables["metric"][:, :epoch]
+        best = t.max(axis=1) if self.higher_is_better else t.min(axis=1)
+        return float(np.interp(batch_size, self.batch_sizes, best))
+
+    def completion_epoch(self, batch_size: float) -> int:
+        """Index of the last epoch a job must finish: fixed epoch counts
+        (AdaptDL) or the first epoch whose best metric reaches the target."""
+        if self.target is None:
+            return self.num_epochs - 1
+        key = ("ce", float(batch_size))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self.num_epochs - 1
+            sign = 1.0 if self.higher_is_better else -1.0
+            for e in range(1, self.num_epochs + 1):
+                best = self.best_metric(batch_size, e)
+                if best is not None and sign * (best - self.target) >= 0:
+                    hit = e - 1
+                    break
+            self._cache[key] = hit
+        return hit
+
+    def remaining_iterations(self, batch_size: float, epoch: int) -> float:
+        """Oracle: optimizer steps still needed at batch M from the start of ``epoch``."""
+        final = self.completion_epoch(batch_size)
+        done = self.iterations(batch_size, epoch - 1) if epoch > 0 else 0.0
+        return max(self.iterations(batch_size, final) - done, 0.0)
+
+    def split_batch(self, batch_size: int, replicas: int) -> tuple[int, int]:
+        """(micro-batch, accumulation steps) for a fixed total batch on R replicas."""
+        m, s = split_batch(batch_size, replicas, self.max_local_bsz, self.init_batch_size,
+                           self.max_batch_size)
+        return int(m), int(s)

@@ -1,0 +1,1 @@
+"""Discrete-event replay of a workload on a modeled cluster (SimPy)."""
