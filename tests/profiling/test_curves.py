@@ -11,12 +11,17 @@ import pytest
 
 from coadapt.profiling.build import build_profile, curve_summary, job_meta
 from coadapt.profiling.cpu_format import read_cpu_profile, write_cpu_profile
+from coadapt.profiling.curve_plan import (
+    CurvePlanner,
+    StepModel,
+    curves_frame,
+    records_summary,
+)
 from coadapt.profiling.curves import (
+    EXTRA_FACTORS,
     CurveRun,
     curve_batch_sizes,
     curve_workers,
-    plan_runs,
-    run_curves,
     to_target,
     validation_table,
 )
@@ -77,27 +82,96 @@ def test_to_target_first_row_reaching() -> None:
 
 def test_plan() -> None:
     job = Job()
-    assert curve_batch_sizes(job, quick=True) == [32, 128, 512]
-    assert curve_batch_sizes(job, quick=False) == [32, 64, 128, 256, 512, 1024]
+    assert curve_batch_sizes(job) == [32, 128, 512]
+    assert curve_batch_sizes(job, EXTRA_FACTORS) == [64, 256, 1024]
     assert curve_workers(job, 32, 2) == 2 and curve_workers(job, 8, 2) == 1
-    runs = plan_runs(job, [32, 128], seeds=2, workers_max=2)
-    assert [(r.batch_size, r.seed) for r in runs] == [(32, 0), (128, 0), (32, 1), (128, 1)]
+
+
+class FakeRunner:
+    """Deterministic stand-in for the worker group: progress += r(S) per step,
+    metric = 0.3 + progress/(50 (1 + S/16)), validation every 10 progress; stops at target."""
+
+    def __init__(self) -> None:
+        self.state: dict[Path, tuple[list[dict[str, Any]], float, int]] = {}
+        self.calls: list[tuple[int, int | None, bool]] = []
+
+    def __call__(self, run: CurveRun, max_steps: int | None, base: Path, resume: bool,
+                 target: float | None) -> list[dict[str, Any]]:
+        self.calls.append((run.batch_size, max_steps, resume))
+        events, progress, step = self.state.get(base, ([{"t": 0.0, "kind": "start"}], 0.0, 0))
+        assert resume == (base in self.state)
+        goal = 0.85 if target is None else target
+        scale = run.batch_size / 32
+        for _ in range(max_steps or 10**6):
+            step += 1
+            sqr, var = 1.0 / step, 0.5 + 0.1 * run.seed
+            gain = (var + sqr) / (var / scale + sqr)
+            before, progress = progress, progress + gain
+            events.append({"t": 0.1 * step, "kind": "observation", "step": step,
+                           "step_time": 0.1, "sync_time": 0.0, "cpu_time": 0.1,
+                           "grad_sqr": sqr, "grad_var": var, "progress": progress,
+                           "samples": step * run.batch_size})
+            if int(progress // 10) > int(before // 10):
+                metric = 0.3 + progress / (50 * (1 + scale / 16))  # large M: less per progress
+                events.append({"t": 0.1 * step, "kind": "validation", "progress": progress,
+                               "metric": metric})
+                if metric >= goal:
+                    break
+        self.state[base] = (events, progress, step)
+        return list(events)
+
+
+def test_planner_runs_tiers_and_extends(tmp_path: Path) -> None:
+    job = Job(eval_every=10)
+    summary = pl.DataFrame({"type": ["toy"] * 4, "workers": [1, 1, 2, 2],
+                            "local_bsz": [8, 256, 8, 256], "step_time": [0.01, 0.1, 0.012, 0.11],
+                            "sync_time": [0.0, 0.0, 0.002, 0.002]})
+    model = StepModel(summary, startup={"toy": 1.0})
+    assert model.step_time(job, 2, 32) == pytest.approx(0.01 + 8 / 248 * 0.098 + 0.002)
+    runner = FakeRunner()
+    planner = CurvePlanner([job], model, budget_s=600.0, quick=False, seeds=2, workers_max=2,
+                           runner=runner, workdir=tmp_path)
+    records = planner.execute()
+    statuses = {(r.run.batch_size, r.run.seed, r.tier): r.status for r in records}
+    assert statuses[(32, 0, "core")] == "reached" and statuses[(32, 1, "seeds")] == "reached"
+    assert (1024, 0, "extra") in statuses
+    assert any(resume for _, _, resume in runner.calls)  # some curve was extended
+    rows = {r.run.batch_size: r.table.height for r in records if r.run.seed == 0}
+    assert max(rows.values()) - min(rows.values()) <= 1, rows  # curves extended to match
+    curves = curves_frame(records, {"toy": job})
+    assert set(curves["seed"]) == {0, 1} and curves["reached"].any()
+    runs = records_summary(records)
+    assert {r["status"] for r in runs} <= {"reached", "capped", "skipped"}
+
+
+def test_planner_caps_to_budget(tmp_path: Path) -> None:
+    job = Job()
+    summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [8, 256],
+                            "step_time": [1.0, 10.0], "sync_time": [0.0, 0.0]})
+    runner = FakeRunner()
+    planner = CurvePlanner([job], StepModel(summary, startup={"toy": 1.0}), budget_s=60.0,
+                           quick=True, seeds=1, workers_max=2, runner=runner, workdir=tmp_path)
+    records = planner.execute()
+    assert [c[1] for c in runner.calls][0] <= 60  # the step cap follows the budget
+    assert {r.status for r in records} <= {"capped", "skipped", "reached"}
+    assert any(r.status != "reached" for r in records)
 
 
 def test_summary_and_profile_round_trip(tmp_path: Path) -> None:
     job = Job()
-
-    def runner(run: CurveRun, max_steps: int | None, events: Path) -> list[dict[str, Any]]:
-        return _events(run.batch_size, run.seed)
-
-    curves = run_curves(job, plan_runs(job, [32, 128], 2, 2), runner=runner)
-    assert set(curves["seed"]) == {0, 1} and curves["reached"].any()
+    runner = FakeRunner()
+    runs = [CurveRun("toy", m, 1, s) for s in (0, 1) for m in (32, 128)]
+    frames = []
+    for run in runs:
+        table = validation_table(runner(run, None, tmp_path / run.label(), False, None))
+        frames.append(table.with_columns(pl.lit(run.batch_size).alias("batch_size"),
+                                         pl.lit(run.seed).alias("seed")))
+    curves = pl.concat(frames)
     summary = curve_summary(curves, job_meta(job))
     m0 = summary["32"]
-    assert m0["samples_to_target"]["median"] == 960
     assert [r["reached"] for r in m0["runs"]] == [True, True]
+    assert m0["samples_to_target"]["median"] > 0
     phi = m0["runs"][0]["phi"]
-    assert phi["start"] == pytest.approx(32 * 0.6 / 0.1)  # step 10: var .6, sqr .1
     assert phi["start"] < phi["middle"] < phi["end"]
     assert m0["phi_end"]["min"] < m0["phi_end"]["max"]  # seeds differ
 
@@ -116,6 +190,7 @@ def test_summary_and_profile_round_trip(tmp_path: Path) -> None:
     out = write_cpu_profile(tmp_path / "toy", prof)
     back = read_cpu_profile(out)
     assert sorted(back.validation) == [32, 128]
-    assert back.validation[32]["iteration"].to_list() == [10, 20, 30, 40]
-    assert back.info["curves"]["32"]["samples_to_target"]["median"] == 960
+    assert back.validation[32]["iteration"].to_list() == curves.filter(
+        (pl.col("seed") == 0) & (pl.col("batch_size") == 32))["iteration"].to_list()
+    assert back.info["curves"]["by_batch_size"]["32"]["samples_to_target"]["median"] > 0
     assert back.info["perf_params"] is not None

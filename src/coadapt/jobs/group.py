@@ -112,6 +112,8 @@ class Group:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         remove_stale_temps(self.dir)
         (self.dir / STATUS_FILE).unlink(missing_ok=True)
+        if self.job.prepare is not None:
+            self.job.prepare()
         now = time.time()
         if self.meta is None:
             self.meta = {"job_type": cfg.job_type, "job_id": cfg.job_id or cfg.job_type,

@@ -25,9 +25,9 @@ from coadapt.jobs.checkpoint import (
 from coadapt.jobs.data import SampleStream
 from coadapt.jobs.evaluate import evaluate
 from coadapt.jobs.registry import get_job_type
+from coadapt.jobs.spec import WorkerSpec
 from coadapt.jobs.trainer import StepRunner, make_optimizer
 from coadapt.jobs.types import plan_batch
-from coadapt.jobs.spec import WorkerSpec
 from coadapt.models.gradstats import GradStatsEMA
 
 log = logging.getLogger(__name__)

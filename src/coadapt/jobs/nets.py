@@ -23,22 +23,21 @@ class MLP(nn.Module):
         return self.body(x)
 
 
-class DigitsCNN(nn.Module):
-    """Two 3x3 conv layers on the 8x8 digit images, then a small classifier."""
+class SignalCNN(nn.Module):
+    """1D CNN for MNIST-1D: three stride-2 conv layers (40 -> 20 -> 10 -> 5), linear head."""
 
-    def __init__(self, channels: int = 32, hidden: int = 128, classes: int = 10) -> None:
+    def __init__(self, length: int = 40, channels: int = 32, classes: int = 10) -> None:
         super().__init__()
         c = channels
         self.features = nn.Sequential(
-            nn.Conv2d(1, c, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(),
-            nn.MaxPool2d(2),
+            nn.Conv1d(1, c, 5, stride=2, padding=2), nn.ReLU(),
+            nn.Conv1d(c, c, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv1d(c, c, 3, stride=2, padding=1), nn.ReLU(),
         )
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(2 * c * 16, hidden), nn.ReLU(),
-                                  nn.Linear(hidden, classes))
+        self.head = nn.Linear(c * (length // 8), classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x.view(-1, 1, 8, 8)))
+        return self.head(self.features(x.unsqueeze(1)).flatten(1))
 
 
 class CharLSTM(nn.Module):

@@ -49,6 +49,8 @@ class JobType:
     weight_decay: float = 0.0
     clip_norm: float | None = None
     optimizer: str = "sgd"
+    prepare: Callable[[], None] | None = None
+    """Run once by the group parent before launching (e.g. build a data cache)."""
 
     def reached(self, metric: float, target: float | None = None) -> bool:
         goal = self.target if target is None else target

@@ -172,6 +172,7 @@ def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: 
     res = scipy.optimize.minimize(
         fun, x0[free], jac=True, method="L-BFGS-B",
         bounds=list(zip(lower[free], upper[free], strict=True)),
+        options={"maxiter": 300},
     )
     x = x0.copy()
     x[free] = res.x
@@ -195,6 +196,18 @@ def split_batch(batch_size, replicas, max_local_bsz: int, init_batch_size: int,
     micro = np.ceil(local / (accum + 1) - 1e-8)
     micro = np.minimum(micro, np.floor(max_batch_size / (r * (accum + 1))))
     return np.maximum(micro, 1).astype(int), accum.astype(int)
+
+
+def predicts_well(perf: PerfParams, nodes: int, replicas: int, local_bsz: float,
+                  step_time_obs: float, sync_time_obs: float, tol: float = 0.02) -> bool:
+    """True when the model already predicts this observation (step and
+    compute time) within ``tol``: refitting would change little."""
+    p = perf.as_array()
+    n, r, m = (np.array([float(v)]) for v in (nodes, replicas, local_bsz))
+    pred_step = float(step_time(p, n, r, m, np.zeros(1))[0])
+    pred_acc = p[0] + p[1] * local_bsz
+    acc = max(step_time_obs - sync_time_obs, _TINY)
+    return abs(pred_step / step_time_obs - 1) < tol and abs(pred_acc / acc - 1) < tol
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Throughput-only elastic scheduling: the "dynamic" baseline.
 
 Every round each active job gets one slot in FIFO order while slots last; the
-rest go one at a time to the job with the largest marginal gain in relative
-throughput at its requested batch size, from the same fitted throughput model
+rest go to the job with the largest marginal gain in relative throughput per
+slot at its requested batch size (looking past plateaus where an added slot
+alone gains nothing, e.g. until an accumulation step can be dropped), from the same fitted throughput model
 Pollux uses. No statistical efficiency, no batch adaptation, no oracle.
 """
 
@@ -33,7 +34,7 @@ class Dynamic:
             r = np.arange(1, max(cap, 1) + 1)
             x = fixed_batch_throughput(job, r, per_node)
             values.append(np.concatenate([[0.0], x / x[0]]))
-        counts = greedy_marginal(values, snap.total_slots)
+        counts = greedy_marginal(values, snap.total_slots, lookahead=True)
         want = {j.name: c for j, c in zip(snap.jobs, counts, strict=True) if c > 0}
         placed = pack(want, snap.slots_per_node, {j.name: j.allocation for j in snap.jobs})
         return {j.name: Assignment(placed[j.name], j.requested_batch)

@@ -51,27 +51,47 @@ def best_goodput(job: JobView, nodes: np.ndarray, replicas: np.ndarray):
                               (job.min_local_bsz, job.max_local_bsz))
 
 
-def greedy_marginal(values: list[np.ndarray], budget: int) -> list[int]:
-    """One slot to each job in order while slots last, then each further slot to
-    the job whose value rises most (``values[j][r]`` = value at r slots)."""
+def _best_step(v: np.ndarray, r: int, budget: int, lookahead: bool) -> tuple[float, int]:
+    """Largest value gain per slot from r, over steps of 1 slot (or any size
+    with ``lookahead``, which sees past plateaus of a non-concave curve)."""
+    top = min(len(v) - 1, r + (budget if lookahead else 1))
+    if top <= r:
+        return 0.0, 0
+    k = np.arange(1, top - r + 1)
+    rate = (v[r + 1 : top + 1] - v[r]) / k
+    i = int(np.argmax(rate))
+    return float(rate[i]), int(k[i])
+
+
+def greedy_marginal(values: list[np.ndarray], budget: int, lookahead: bool = False) -> list[int]:
+    """One slot to each job in order while slots last, then further slots to
+    the job whose value rises most per slot (``values[j][r]`` = value at r)."""
     counts = [0] * len(values)
-    heap: list[tuple[float, int]] = []
     for j, v in enumerate(values):
         if budget == 0:
             break
         if len(v) > 1:
             counts[j] = 1
             budget -= 1
-            if len(v) > 2:
-                heap.append((-(v[2] - v[1]), j))
+    heap: list[tuple[float, int, int]] = []
+    for j, v in enumerate(values):
+        if counts[j]:
+            rate, k = _best_step(v, 1, budget, lookahead)
+            if k:
+                heap.append((-rate, j, k))
     heapq.heapify(heap)
     while budget > 0 and heap:
-        neg, j = heapq.heappop(heap)
+        neg, j, k = heapq.heappop(heap)
         if -neg <= 0:
             break
-        counts[j] += 1
-        budget -= 1
-        r, v = counts[j], values[j]
-        if r + 1 < len(v):
-            heapq.heappush(heap, (-(v[r + 1] - v[r]), j))
+        if k > budget:  # the step no longer fits: re-evaluate within what is left
+            rate, k = _best_step(values[j], counts[j], budget, lookahead)
+            if k:
+                heapq.heappush(heap, (-rate, j, k))
+            continue
+        counts[j] += k
+        budget -= k
+        rate, k = _best_step(values[j], counts[j], budget, lookahead)
+        if k:
+            heapq.heappush(heap, (-rate, j, k))
     return counts

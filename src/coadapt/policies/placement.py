@@ -65,17 +65,21 @@ def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,
         alloc[i] = want
     else:
         usable = np.flatnonzero((free > 0) & ~multi)
-        if len(usable) == 0:
-            return None
-        # Whole empty nodes first, then the emptiest remaining ones.
-        order = usable[np.lexsort((usable, -free[usable], free[usable] != capacity[usable]))]
-        left = want
-        for i in order:
-            take = min(int(free[i]), left)
-            alloc[i] = take
-            left -= take
-            if left == 0:
-                break
+        if free[usable].sum() >= want and len(usable) > 1:
+            # Whole empty nodes first, then the emptiest remaining ones.
+            order = usable[np.lexsort((usable, -free[usable], free[usable] != capacity[usable]))]
+            left = want
+            for i in order:
+                take = min(int(free[i]), left)
+                alloc[i] = take
+                left -= take
+                if left == 0:
+                    break
+        elif free.max() > 0:
+            # Cannot spread under the one-multi-node-job rule: take the
+            # largest hole on a single node instead of nothing.
+            i = int(np.argmax(free))
+            alloc[i] = free[i]
     if alloc.sum() == 0:
         return None
     free -= alloc

@@ -97,7 +97,8 @@ def curve_summary(curves: pl.DataFrame, meta: JobMeta) -> dict[str, Any]:
 
 
 def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl.DataFrame,
-                  settings: dict[str, Any]) -> CpuProfile:
+                  settings: dict[str, Any], runs: list[dict[str, Any]] | None = None,
+                  ) -> CpuProfile:
     """Everything for ``profiles/<type>/``; ``raw`` are the kept steps of this type."""
     meta = job_meta(job)
     placements = placements_frame(summary)
@@ -123,7 +124,7 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
         "timing": {**settings, "spread": spread_report(summary),
                    "cells": [{k: (round(v, 6) if isinstance(v, float) else v)
                               for k, v in c.items()} for c in cells]},
-        "curves": curve_summary(curves, meta),
+        "curves": {"by_batch_size": curve_summary(curves, meta), "runs": runs or []},
         "validation_seed": int(curves["seed"].min()) if curves.height else None,
     }
     timings = raw.drop("type") if "type" in raw.columns else raw

@@ -20,7 +20,13 @@ import polars as pl
 
 from coadapt.profiling.build import build_profile
 from coadapt.profiling.cpu_format import write_cpu_profile
-from coadapt.profiling.curves import curve_batch_sizes, plan_runs, run_curves
+from coadapt.profiling.curve_plan import (
+    CurvePlanner,
+    StepModel,
+    curves_frame,
+    records_summary,
+    startup_seconds,
+)
 from coadapt.profiling.measure import GridSettings, measure_grid, plan_cells, schedule
 from coadapt.profiling.progress import ProgressBar
 from coadapt.profiling.stats import drop_warmup, mark_contention, summarize_cells
@@ -35,18 +41,17 @@ class ProfileSettings:
     grid: GridSettings
     seeds: int
     quick: bool
-    curve_max_steps: int | None = None
+    budget_s: float
     plots: bool = True
 
 
 def job_types(names: list[str] | None = None) -> list[Any]:
     """Job types from the registry, in registry order, optionally filtered by name."""
-    from coadapt.jobs import registry
+    from coadapt.jobs.registry import JOB_TYPES
 
-    known = registry.all_job_types()
-    by_name = {j.name: j for j in known}
+    by_name = dict(JOB_TYPES)
     if not names:
-        return list(known)
+        return list(by_name.values())
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise SystemExit(f"unknown job type(s) {', '.join(unknown)}; "
@@ -61,49 +66,51 @@ def settings_from_args(args: argparse.Namespace) -> ProfileSettings:
     if args.repeats:
         grid = replace(grid, repeats=args.repeats)
     seeds = args.seeds if args.seeds else (1 if args.quick else 3)
-    return ProfileSettings(grid=grid, seeds=seeds, quick=args.quick,
-                           curve_max_steps=args.max_steps, plots=not args.no_plots)
+    budget = args.budget if args.budget else (4.5 if args.quick else 42.0)
+    return ProfileSettings(grid=grid, seeds=seeds, quick=args.quick, budget_s=budget * 60.0,
+                           plots=not args.no_plots)
 
 
 def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[str, Path]:
     """Measure, build and write one profile folder per job type."""
     grid = settings.grid
+    begin = time.monotonic()
     cells = [c for job in jobs for c in plan_cells(job, grid)]
     n_runs = len(schedule(cells, grid.repeats))
     log.info("timing grid: %d cells x %d repeats = %d runs (%d+%d steps each)",
              len(cells), grid.repeats, n_runs, grid.warmup, grid.steps)
-    started = time.monotonic()
     with ProgressBar(total=n_runs, items=n_runs, label="timing", unit="runs") as bar:
         raw = measure_grid(cells, grid, bar=bar)
     kept = mark_contention(drop_warmup(raw, grid.warmup))
     summary = summarize_cells(kept)
-    timing_wall = time.monotonic() - started
+    timing_wall = time.monotonic() - begin
     log.info("timing grid done in %.0fs", timing_wall)
 
-    plans = {job.name: plan_runs(job, curve_batch_sizes(job, settings.quick), settings.seeds,
-                                 grid.workers_max) for job in jobs}
-    n_curves = sum(len(p) for p in plans.values())
-    curves: dict[str, pl.DataFrame] = {}
+    model = StepModel(summary, startup=startup_seconds(raw))
+    curve_budget = max(settings.budget_s - timing_wall - 10.0, 30.0)
+    planner = CurvePlanner(jobs, model, curve_budget, settings.quick, settings.seeds,
+                           grid.workers_max)
+    log.info("runs to target: budget %.0fs", curve_budget)
     started = time.monotonic()
-    with ProgressBar(total=n_curves, items=n_curves, label="to-target", unit="runs") as bar:
-        for job in jobs:
-            curves[job.name] = run_curves(job, plans[job.name], max_steps=settings.curve_max_steps,
-                                          bar=bar)
+    with ProgressBar(total=curve_budget, label="to-target", unit="runs", timed=True) as bar:
+        records = planner.execute(bar=bar)
     curves_wall = time.monotonic() - started
+    curves = curves_frame(records, {j.name: j for j in jobs})
     log.info("runs to target done in %.0fs", curves_wall)
 
     written = {}
     for job in jobs:
         mine = pl.col("type") == job.name
         meta_settings = {**asdict(grid), "seeds": settings.seeds, "quick": settings.quick,
-                         "curve_max_steps": settings.curve_max_steps,
-                         "timing_wall_s": round(timing_wall, 1),
+                         "budget_s": settings.budget_s, "timing_wall_s": round(timing_wall, 1),
                          "curves_wall_s": round(curves_wall, 1)}
-        profile = build_profile(job, kept.filter(mine), summary.filter(mine), curves[job.name],
-                                meta_settings)
+        job_curves = curves.filter(mine) if curves.height else curves
+        runs = records_summary([r for r in records if r.run.type == job.name])
+        profile = build_profile(job, kept.filter(mine), summary.filter(mine), job_curves,
+                                meta_settings, runs)
         folder = write_cpu_profile(out / job.name, profile)
         if settings.plots:
-            _plots(folder, summary.filter(mine), curves[job.name], profile.meta.init_batch_size)
+            _plots(folder, summary.filter(mine), job_curves, profile.meta.init_batch_size)
         written[job.name] = folder
         log.info("wrote %s", folder)
     return written
@@ -152,7 +159,8 @@ def register(subparsers: Any) -> None:
                    help="largest worker count to time (default: os.cpu_count())")
     p.add_argument("--seeds", type=int, default=None,
                    help="runs to target per batch size (default: 3, quick 1)")
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="cap optimizer steps of each run to target (default: none)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="wall-clock budget in minutes; runs to target are capped to fit "
+                        "(default: 42, quick 4.5)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=handler)

@@ -11,7 +11,6 @@ moves between runs, which bounds how precisely any scheduler can know it.
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,6 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.profiling.progress import ProgressBar
 from coadapt.profiling.stats import observations_frame
 
 log = logging.getLogger(__name__)
@@ -41,14 +39,18 @@ class CurveRun:
         return f"{self.type} M={self.batch_size} K={self.workers} seed={self.seed}"
 
 
-# (run, max_steps or None, events path) -> all events of the run
-CurveRunner = Callable[[CurveRun, int | None, Path], list[dict[str, Any]]]
+# (run, max_steps or None, base path, resume, target override) -> all events of the run so
+# far; events go to ``base.jsonl``, the checkpoint to ``base.ckpt`` (kept for extensions).
+CurveRunner = Callable[[CurveRun, int | None, Path, bool, float | None], list[dict[str, Any]]]
 
 
-def curve_batch_sizes(job: Any, quick: bool) -> list[int]:
-    """M0 x {1, 4, 16} (quick) or x {1, 2, 4, 8, 16, 32} (full), within max_batch_size."""
+CORE_FACTORS = (1, 4, 16)
+EXTRA_FACTORS = (2, 8, 32)
+
+
+def curve_batch_sizes(job: Any, factors: Sequence[int] = CORE_FACTORS) -> list[int]:
+    """M0 x factors, within max_batch_size (core: 1, 4, 16; full mode adds 2, 8, 32)."""
     m0, top = int(job.init_batch_size), int(job.max_batch_size)
-    factors = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32)
     return [m0 * f for f in factors if m0 * f <= top]
 
 
@@ -65,21 +67,26 @@ def curve_workers(job: Any, batch_size: int, workers_max: int) -> int:
     return 1
 
 
-def plan_runs(job: Any, batch_sizes: Sequence[int], seeds: int,
-              workers_max: int) -> list[CurveRun]:
-    """Seed-major order, so that if time runs out every batch size has seed 0."""
-    return [CurveRun(job.name, m, curve_workers(job, m, workers_max), s)
-            for s in range(seeds) for m in batch_sizes]
+def run_group_curve_runner(run: CurveRun, max_steps: int | None, base: Path,
+                           resume: bool = False, target: float | None = None,
+                           ) -> list[dict[str, Any]]:
+    """Train with the real worker group until the target (or ``max_steps``).
 
-
-def run_group_curve_runner(run: CurveRun, max_steps: int | None,
-                           events: Path) -> list[dict[str, Any]]:
-    """Train with the real worker group until the target (or ``max_steps``)."""
+    ``resume`` continues the run from its checkpoint (same event file), and
+    ``target`` overrides the job's target: an unreachable one extends a
+    finished curve past its target. A failed group raises; a run cut by
+    ``max_steps`` is returned as is (its curve then does not reach the target).
+    """
     from coadapt.eventlog import read_events
-    from coadapt.jobs import run_group
+    from coadapt.jobs import RunConfig, run_group
 
-    run_group(run.type, workers=run.workers, batch_size=run.batch_size,
-              max_steps=max_steps, seed=run.seed, events=events)
+    events, ckpt = base.with_suffix(".jsonl"), base.with_suffix(".ckpt")
+    res = run_group(RunConfig(job_type=run.type, workers=run.workers,
+                              batch_size=run.batch_size, ckpt_dir=ckpt, events=events,
+                              seed=run.seed, max_steps=max_steps, verify=False, resume=resume,
+                              target=target))
+    if res.status == "failed":
+        raise RuntimeError(f"{run.label()}: worker group failed: {res.message} (logs in {ckpt})")
     return list(read_events(events))
 
 
@@ -134,34 +141,7 @@ def to_target(frame: pl.DataFrame, target: float | None,
 
 
 def with_phi(frame: pl.DataFrame, init_batch_size: int) -> pl.DataFrame:
-    """Add the gradient noise scale phi = M0 * grad_var / grad_sqr."""
+    """Add the gradient noise scale phi = M0 * grad_var / grad_sqr (null if sqr <= 0)."""
+    phi = init_batch_size * pl.col("grad_var") / pl.col("grad_sqr")
     return frame.with_columns(
-        (init_batch_size * pl.col("grad_var") / pl.col("grad_sqr")).alias("phi")
-    )
-
-
-def run_curves(job: Any, runs: Sequence[CurveRun], runner: CurveRunner = run_group_curve_runner,
-               max_steps: int | None = None, bar: ProgressBar | None = None,
-               workdir: str | Path | None = None) -> pl.DataFrame:
-    """Run every planned run; long form with type, batch_size, workers, seed, reached."""
-    frames = []
-    with tempfile.TemporaryDirectory(prefix="coadapt-curves-") as tmp:
-        wd = Path(workdir) if workdir is not None else Path(tmp)
-        wd.mkdir(parents=True, exist_ok=True)
-        for run in runs:
-            if bar is not None:
-                bar.note(run.label())
-            events = wd / f"{run.type}-M{run.batch_size}-s{run.seed}.jsonl"
-            table = validation_table(runner(run, max_steps, events))
-            done = to_target(table, job.target, job.higher_is_better)
-            log.info("%s: %d validation points, %s", run.label(), table.height,
-                     f"target after {done['samples']} samples" if done else "target not reached")
-            frames.append(table.with_columns(
-                pl.lit(run.type).alias("type"), pl.lit(run.batch_size).alias("batch_size"),
-                pl.lit(run.workers).alias("workers"), pl.lit(run.seed).alias("seed"),
-                reached_target(table, job.target, job.higher_is_better).alias("reached"),
-            ))
-            if bar is not None:
-                bar.advance(1.0)
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
-
+        pl.when(pl.col("grad_sqr") > 0).then(phi).otherwise(None).alias("phi"))

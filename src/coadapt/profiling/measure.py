@@ -115,12 +115,20 @@ def schedule(cells: Sequence[Cell], repeats: int, seed: int = 0) -> list[tuple[i
 
 
 def run_group_runner(cell: Cell, max_steps: int, seed: int, events: Path) -> list[dict[str, Any]]:
-    """Run one real worker group for ``max_steps`` optimizer steps; return its events."""
-    from coadapt.eventlog import read_events
-    from coadapt.jobs import run_group
+    """Run one real worker group for ``max_steps`` optimizer steps; return its events.
 
-    run_group(cell.type, workers=cell.workers, batch_size=cell.batch_size,
-              max_steps=max_steps, seed=seed, events=events)
+    A fresh checkpoint folder per run (next to the event file), and no verify
+    pass: only the step timings are wanted here.
+    """
+    from coadapt.eventlog import read_events
+    from coadapt.jobs import RunConfig, run_group
+
+    ckpt = events.with_suffix(".ckpt")
+    res = run_group(RunConfig(job_type=cell.type, workers=cell.workers,
+                              batch_size=cell.batch_size, ckpt_dir=ckpt, events=events,
+                              seed=seed, max_steps=max_steps, verify=False, timeout=600.0))
+    if res.status == "failed":
+        raise RuntimeError(f"{cell.label()}: worker group failed: {res.message} (logs in {ckpt})")
     return list(read_events(events))
 
 

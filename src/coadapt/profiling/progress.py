@@ -29,8 +29,10 @@ def format_seconds(seconds: float) -> str:
 class ProgressBar:
     """``timing [####......] 3/12 cells  25.0%  0:41 elapsed  ETA 2:03  cifar w=2 m=64``.
 
-    ``total`` is the expected cost in any unit (seconds of work, say) and
-    ``items`` the number of cells, shown as ``i/N``.
+    ``total`` is the expected cost in any unit and ``items`` the number of
+    cells, shown as ``i/N``. With ``timed=True`` the total is a time budget in
+    seconds and the bar shows elapsed time against it (for phases whose runs
+    differ too much in cost for a per-run ETA to mean anything).
 
     On a terminal the bar redraws in place (``\\r``); otherwise (logs, CI) it
     writes one line per update at most every ``min_interval`` seconds, so a
@@ -45,6 +47,7 @@ class ProgressBar:
     width: int = 24
     min_interval: float = 5.0
     enabled: bool = True
+    timed: bool = False
     done: float = 0.0
     count: int = 0
     _start: float = field(default_factory=time.monotonic)
@@ -57,13 +60,16 @@ class ProgressBar:
 
     def eta(self) -> float:
         """Seconds left, extrapolated from the units done so far (nan before any)."""
+        if self.timed:
+            return max(self.total - self.elapsed, 0.0)
         if self.done <= 0:
             return float("nan")
         rate = self.done / max(self.elapsed, 1e-9)
         return max(self.total - self.done, 0.0) / rate
 
     def render(self) -> str:
-        frac = min(self.done / self.total, 1.0) if self.total > 0 else 1.0
+        done = min(self.elapsed, self.total) if self.timed else self.done
+        frac = min(done / self.total, 1.0) if self.total > 0 else 1.0
         filled = int(round(frac * self.width))
         bar = "#" * filled + "." * (self.width - filled)
         head = f"{self.label} " if self.label else ""
@@ -81,7 +87,7 @@ class ProgressBar:
 
     def advance(self, units: float = 1.0, note: str | None = None) -> None:
         """Mark ``units`` of work done (one finished cell, by default)."""
-        self.done += units
+        self.done = min(self.elapsed, self.total) if self.timed else self.done + units
         self.count += 1
         if note is not None:
             self._note = note

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coadapt.models.goodput import GoodputModel, GradParams, PerfParams, fit_perf_params, gain
+from coadapt.models.goodput import (
+    GoodputModel,
+    GradParams,
+    PerfParams,
+    fit_perf_params,
+    gain,
+    predicts_well,
+)
 from coadapt.profiling.profile import AppProfile
 from coadapt.workloads.workload import JobSpec
 
@@ -91,11 +98,12 @@ class SimJob:
         changed = False
         if key not in self._observed:
             self._observed[key] = (step, sync)
-            obs = np.array([(*k, *v) for k, v in self._observed.items()], dtype=float)
-            self._perf = fit_perf_params(obs[:, 0], obs[:, 1], obs[:, 2], obs[:, 3], obs[:, 4],
-                                         init=self._perf)
             self.max_observed_replicas = max(self.max_observed_replicas, self.replicas)
-            changed = True
+            if self._perf is None or not predicts_well(self._perf, *key, step, sync):
+                obs = np.array([(*k, *v) for k, v in self._observed.items()], dtype=float)
+                self._perf = fit_perf_params(obs[:, 0], obs[:, 1], obs[:, 2], obs[:, 3],
+                                             obs[:, 4], init=self._perf)
+                changed = True
         if self._grad is None or (self._grad.sqr, self._grad.var) != (sqr, var):
             self._grad = GradParams(sqr, var)
             changed = True

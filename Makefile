@@ -1,0 +1,47 @@
+# coadapt: every target creates and reuses the local virtual environment .venv.
+VENV     ?= .venv
+PY       := $(VENV)/bin/python
+STAMP    := $(VENV)/.installed-stamp
+WORKLOAD ?= philly-small
+PROFILES ?= profiles
+POLICY   ?= all
+CLUSTER  ?= 4x4
+INTERVAL ?= 60
+OUT      ?= out/sim
+REF      ?= ../shared/reference/adaptdl
+
+.PHONY: venv test simulate profile report lint bench-reference clean help
+
+help:
+	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4]"
+	@echo "make test | make profile [QUICK=1] | make report OUT=out/sim | make lint"
+	@echo "make bench-reference [REF=../shared/reference/adaptdl]"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+simulate: $(STAMP)
+	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
+		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --out $(OUT)
+
+profile: $(STAMP)
+	$(VENV)/bin/coadapt profile --out profiles $(if $(QUICK),--quick,)
+
+report: $(STAMP)
+	$(VENV)/bin/coadapt report $(OUT)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+bench-reference: $(STAMP)
+	$(PY) benchmarks/reference_fidelity.py --ref $(REF)
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,129 @@
+"""Real worker groups: events, graceful stop + resume at a new size, crash handling."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from jobtest_helpers import JOB, cli, events_of, wait_for
+
+from coadapt.jobs.checkpoint import load_checkpoint
+from coadapt.jobs.group import Group, RunConfig, run_group
+from coadapt.jobs.procs import children_of, pid_alive
+from coadapt.jobs.verify import verify
+
+OBS_FIELDS = {
+    "step": int, "step_time": float, "sync_time": float, "cpu_time": float, "local_bsz": int,
+    "accum_steps": int, "batch_size": int, "workers": int, "grad_sqr": float,
+    "grad_var": float, "progress": float, "samples": int, "gain": float, "lr": float,
+}
+NEVER = 0.999  # accuracy target that a few steps never reach
+
+
+@pytest.fixture(scope="module")
+def completed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    d = tmp_path_factory.mktemp("complete")
+    ev = d / "events.jsonl"
+    res = run_group(RunConfig(JOB, workers=2, batch_size=64, ckpt_dir=d / "ckpt", events=ev,
+                              target=0.3, eval_every=20.0, timeout=120))
+    return d / "ckpt", ev, res
+
+
+def test_two_workers_reach_low_target_and_verify(completed) -> None:
+    ckpt, ev, res = completed
+    assert res.status == "complete" and res.exit_code == 0 and res.verified is True
+    kinds = [e["kind"] for e in events_of(ev)]
+    assert kinds[0] == "start" and kinds[-1] == "complete"
+    assert {"observation", "validation", "checkpoint"} <= set(kinds)
+    done = events_of(ev, "complete")[0]
+    assert done["verified"] is True and done["metric"] >= 0.3
+    assert done["metric"] == pytest.approx(done["train_metric"], abs=1e-6)
+
+
+def test_observation_events_are_well_formed(completed) -> None:
+    _, ev, _ = completed
+    obs = events_of(ev, "observation")
+    assert len(obs) >= 5
+    for i, e in enumerate(obs, start=1):
+        for name, typ in OBS_FIELDS.items():
+            assert isinstance(e[name], typ | int if typ is float else typ), (name, e)
+        assert e["step"] == i and e["samples"] == 64 * i
+        assert (e["workers"], e["batch_size"], e["local_bsz"], e["accum_steps"]) == (2, 64, 32, 0)
+        assert 0 <= e["sync_time"] <= e["step_time"] and e["cpu_time"] > 0
+        assert e["job"] == JOB and e["t"] >= 0
+    assert all(b["progress"] > a["progress"] for a, b in zip(obs, obs[1:], strict=False))
+    assert all(b["t"] >= a["t"] for a, b in zip(obs, obs[1:], strict=False))
+    assert all(1.0 <= e["gain"] <= 2.0 + 1e-9 for e in obs)
+
+
+def test_verify_confirms_and_denies(completed) -> None:
+    ckpt, _, _ = completed
+    ok = verify(ckpt)
+    assert ok.reached and ok.metric >= 0.3 and ok.job_type == JOB
+    assert not verify(ckpt, target=NEVER).reached
+
+
+def test_sigterm_checkpoints_and_resume_with_new_size(tmp_path: Path) -> None:
+    ckpt, ev = tmp_path / "ckpt", tmp_path / "events.jsonl"
+    proc = cli("run", JOB, "-k", "2", "--batch", "64", "--ckpt", str(ckpt), "--events", str(ev),
+               "--target", str(NEVER), "--eval-every", "1e9")
+    wait_for(lambda: len(events_of(ev, "observation")) >= 10, what="observations")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert out.decode().startswith("preempted")
+    before = events_of(ev, "observation")[-1]
+    saved = events_of(ev, "checkpoint")[-1]
+    assert saved["reason"] == "preempted" and saved["step"] == before["step"]
+
+    res = run_group(RunConfig(JOB, workers=1, batch_size=512, ckpt_dir=ckpt, resume=True,
+                              events=ev, target=NEVER, eval_every=1e9, max_steps=3, timeout=120))
+    assert res.status == "max_steps" and res.exit_code == 0
+    assert events_of(ev, "restart")[-1]["workers"] == 1
+    after = [e for e in events_of(ev, "observation") if e["step"] > before["step"]]
+    assert [e["step"] for e in after] == [before["step"] + i for i in (1, 2, 3)]
+    first = after[0]
+    assert (first["workers"], first["batch_size"], first["local_bsz"], first["accum_steps"]) \
+        == (1, 512, 256, 1)
+    assert first["progress"] == pytest.approx(before["progress"] + first["gain"])
+    assert first["samples"] == before["samples"] + 512
+    assert first["t"] > before["t"]
+    assert 1.0 <= first["gain"] <= 16.0
+    assert load_checkpoint(ckpt)["step"] == before["step"] + 3
+
+
+def test_killed_worker_fails_group_and_resume_uses_last_checkpoint(tmp_path: Path) -> None:
+    ckpt, ev = tmp_path / "ckpt", tmp_path / "events.jsonl"
+    group = Group(RunConfig(JOB, workers=2, batch_size=64, ckpt_dir=ckpt, events=ev,
+                            target=NEVER, eval_every=5.0, timeout=120)).start()
+    pids = group.pids
+    wait_for(lambda: group.poll() is not None or len(events_of(ev, "checkpoint")) >= 2,
+             what="a periodic checkpoint")
+    os.kill(pids[1], signal.SIGKILL)
+    res = group.wait()
+    assert res.status == "failed" and res.exit_code == 1
+    assert not any(pid_alive(p) for p in pids)
+    assert not set(pids) & set(children_of(os.getpid()))
+    assert events_of(ev, "fail")
+    last = load_checkpoint(ckpt)
+    res2 = run_group(RunConfig(JOB, workers=2, batch_size=96, ckpt_dir=ckpt, resume=True,
+                               events=ev, target=NEVER, eval_every=1e9, max_steps=2,
+                               timeout=120))
+    assert res2.status == "max_steps"
+    first = [e for e in events_of(ev, "observation") if e["batch_size"] == 96][0]
+    assert first["step"] == last["step"] + 1
+    assert first["progress"] == pytest.approx(last["progress"] + first["gain"])
+
+
+def test_parent_sigkill_takes_workers_down(tmp_path: Path) -> None:
+    ev = tmp_path / "events.jsonl"
+    proc = cli("run", JOB, "-k", "2", "--ckpt", str(tmp_path / "ckpt"), "--events", str(ev),
+               "--target", str(NEVER))
+    wait_for(lambda: len(events_of(ev, "observation")) >= 3, what="observations")
+    workers = children_of(proc.pid)
+    assert len(workers) == 2
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not any(pid_alive(p) for p in workers), timeout=10, what="workers to die")

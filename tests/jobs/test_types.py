@@ -1,0 +1,53 @@
+"""Job types, batch planning and the sample order."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coadapt.jobs.data import SampleStream, epoch_permutation
+from coadapt.jobs.registry import JOB_TYPES, get_job_type
+from coadapt.jobs.types import ConfigError, plan_batch
+
+
+@pytest.mark.parametrize("name", sorted(JOB_TYPES))
+def test_job_type_is_consistent(name: str) -> None:
+    job = JOB_TYPES[name]
+    data = job.load_data()
+    assert len(data.train) == job.dataset_size
+    assert len(data.val) > 0
+    assert job.min_local_bsz <= job.init_batch_size <= job.max_local_bsz
+    assert job.max_batch_size >= 16 * job.init_batch_size
+    model = job.build_model()
+    out = model(data.train.inputs[:2])
+    assert out.shape[0] == 2 and out.shape[-1] == data.classes
+    assert job.reached(job.target) and not job.reached(float("nan"))
+
+
+def test_unknown_type_names_the_choices() -> None:
+    with pytest.raises(ConfigError, match="choose one of") as exc:
+        get_job_type("nope")
+    assert exc.value.field == "type"
+
+
+def test_plan_batch_splits_and_accumulates() -> None:
+    job = JOB_TYPES["mlp-mnist1d"]  # local batch 4..256
+    p = plan_batch(job, 2, 64)
+    assert (p.local_bsz, p.accum_steps, p.batch_size, p.micro_batches) == (32, 0, 64, 2)
+    p = plan_batch(job, 1, 1024)
+    assert (p.local_bsz, p.accum_steps, p.batch_size, p.scale) == (256, 3, 1024, 32.0)
+    p = plan_batch(job, 3, 1000)  # not divisible: nearest feasible, never above the max
+    assert p.batch_size == 3 * p.local_bsz * (p.accum_steps + 1)
+    assert abs(p.batch_size - 1000) < 3 * (p.accum_steps + 1)
+    assert plan_batch(job, 3, 1024).batch_size <= 1024
+
+
+def test_sample_order_is_independent_of_partitioning() -> None:
+    a, b = SampleStream(100, seed=3), SampleStream(100, seed=3)
+    seq_a = torch.cat([a.take(7) for _ in range(40)])
+    seq_b = torch.cat([b.take(40) for _ in range(7)])
+    assert torch.equal(seq_a, seq_b)
+    assert torch.equal(seq_a[:100].sort().values, torch.arange(100))
+    assert torch.equal(seq_a[100:200], epoch_permutation(100, 3, 1))
+    resumed = SampleStream(100, seed=3, epoch=a.epoch, pos=a.pos)
+    assert torch.equal(resumed.take(5), a.take(5))

@@ -1,0 +1,86 @@
+import numpy as np
+import pytest
+
+from coadapt.models.goodput import GoodputModel, GradParams, PerfParams
+from coadapt.policies import REGISTRY, JobView, PolicyConfig, Snapshot, make_policy
+from coadapt.policies.base import Oracle
+
+CFG = PolicyConfig()
+FAST = PerfParams(0.02, 0.001, 0.002, 1e-8, 0.001, 1e-8, 1.0)   # scales almost linearly
+SLOW = PerfParams(0.02, 0.001, 5.0, 1e-8, 5.0, 1e-8, 1.0)       # network dominates
+
+
+def view(name, *, submit=0.0, alloc=(0, 0), req=1, batch=64, model=None, seen=0,
+         attained=0.0, oracle=None, age=1000.0):
+    return JobView(name=name, application="toy", submit_time=submit, age=age,
+                   attained_service=attained, restarts=0, allocation=alloc,
+                   batch_size=batch, requested_replicas=req, requested_batch=batch,
+                   init_batch_size=32, max_batch_size=1024, min_local_bsz=8,
+                   max_local_bsz=64, max_replicas=16, max_observed_replicas=seen,
+                   progress=0.0, model=model, oracle=oracle)
+
+
+def snap(jobs, slots=(4, 4), t=600.0):
+    return Snapshot(t, slots, tuple(jobs), 30.0, 60.0)
+
+
+def test_registry_has_all_policies_and_rejects_unknown():
+    assert {"fixed", "dynamic", "pollux", "tiresias", "optimus-oracle"} <= set(REGISTRY)
+    with pytest.raises(KeyError, match="unknown policy"):
+        make_policy("nope", CFG)
+    assert [n for n, c in REGISTRY.items() if c.uses_oracle] == ["optimus-oracle"]
+
+
+def test_fixed_is_fifo_and_non_preemptive():
+    p = make_policy("fixed", CFG)
+    d = p.decide(snap([view("a", req=6), view("b", req=4), view("c", req=1)]))
+    # a takes 6; b (4) does not fit and blocks c behind it.
+    assert sum(d["a"].allocation) == 6 and "b" not in d and "c" not in d
+    running = view("a", req=6, alloc=d["a"].allocation)
+    d2 = p.decide(snap([running, view("b", req=4)]))
+    assert d2["a"].allocation == running.allocation and "b" not in d2
+
+
+def test_tiresias_demotes_after_threshold_and_prefers_new_jobs():
+    p = make_policy("tiresias", CFG)
+    p.threshold = 100.0
+    d = p.decide(snap([view("old", req=8)], t=0.0))
+    assert sum(d["old"].allocation) == 8
+    old = view("old", req=8, alloc=d["old"].allocation)
+    d = p.decide(snap([old, view("new", submit=50.0, req=8)], t=60.0))
+    # old ran 60 s x 8 slots = 480 >= 100: demoted; new runs first, old preempted.
+    assert "old" not in d and sum(d["new"].allocation) == 8
+
+
+def test_dynamic_uses_all_slots_and_favours_scalable_job():
+    m_fast = GoodputModel(FAST, GradParams(1.0, 1.0), 32)
+    m_slow = GoodputModel(SLOW, GradParams(1.0, 1.0), 32)
+    jobs = [view("fast", batch=512, model=m_fast, seen=8),
+            view("slow", batch=512, model=m_slow, seen=8)]
+    d = make_policy("dynamic", CFG).decide(snap(jobs))
+    assert sum(d["fast"].allocation) > sum(d["slow"].allocation) >= 1
+
+
+def test_pollux_gives_slots_to_goodput_and_adapts_batch():
+    m_fast = GoodputModel(FAST, GradParams(1.0, 50.0), 32)  # noisy: large batches pay
+    m_slow = GoodputModel(SLOW, GradParams(1.0, 50.0), 32)
+    jobs = [view("fast", model=m_fast, seen=8), view("slow", model=m_slow, seen=8)]
+    d = make_policy("pollux", CFG).decide(snap(jobs))
+    assert sum(d["fast"].allocation) > sum(d["slow"].allocation) >= 1
+    assert d["fast"].adaptive and d["fast"].batch_size > 32
+    used = np.sum([np.array(a.allocation) for a in d.values()], axis=0)
+    assert np.all(used <= 4)
+
+
+def test_pollux_exploration_cap_limits_new_jobs():
+    d = make_policy("pollux", CFG).decide(snap([view("new", model=None, seen=0)]))
+    assert sum(d["new"].allocation) == 1
+
+
+def test_optimus_oracle_uses_remaining_work():
+    def oracle(remaining):
+        return Oracle(remaining_iterations=lambda b: remaining,
+                      step_time=lambda pl, m, s: 0.01 + 0.001 * m * (s + 1) + 0.002 * len(pl))
+    jobs = [view("long", batch=512, oracle=oracle(1e6)), view("short", batch=512, oracle=oracle(10))]
+    d = make_policy("optimus-oracle", CFG).decide(snap(jobs))
+    assert sum(d["long"].allocation) > sum(d["short"].allocation) >= 1

@@ -1,0 +1,40 @@
+import itertools
+
+import numpy as np
+
+from coadapt.policies.solve import min_sum_allocation
+
+
+def brute(costs, capacity):
+    best, arg = np.inf, None
+    for combo in itertools.product(*[range(len(c)) for c in costs]):
+        if sum(combo) <= capacity:
+            v = sum(c[r] for c, r in zip(costs, combo))
+            if v < best:
+                best, arg = v, combo
+    return best
+
+
+def test_dp_matches_brute_force_on_random_problems():
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        jobs = rng.integers(1, 5)
+        cap = int(rng.integers(0, 9))
+        costs = []
+        for _ in range(jobs):
+            c = rng.uniform(0, 10, size=rng.integers(1, 6))
+            c[rng.random(len(c)) < 0.2] = np.inf
+            c[0] = rng.uniform(5, 20)
+            costs.append(c)
+        out = min_sum_allocation(costs, cap)
+        assert sum(out) <= cap
+        got = sum(c[r] for c, r in zip(costs, out))
+        assert np.isclose(got, brute(costs, cap))
+
+
+def test_power_mean_prefers_the_job_that_scales():
+    # 1/speedup costs; job 0 scales linearly, job 1 saturates at 1 slot.
+    s0 = np.array([0, 1, 2, 3, 4], float)
+    s1 = np.array([0, 1, 1, 1, 1], float)
+    out = min_sum_allocation([1 / (s0 + 1e-3), 1 / (s1 + 1e-3)], 4)
+    assert out == [3, 1]
