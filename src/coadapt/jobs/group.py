@@ -149,7 +149,7 @@ class Group:
                    batch_size=plan.batch_size, local_bsz=plan.local_bsz,
                    accum_steps=plan.accum_steps, launch=self.meta["launches"],
                    seed=self.meta["seed"], pids=self.pids, wall=now)
-        log.info("%s %s: %d workers, batch %d (local %d x %d accum), pids %s", kind,
+        log.info("%s %s: %d workers, batch %d (local %d x %d micro-steps), pids %s", kind,
                  self.job_id, cfg.workers, plan.batch_size, plan.local_bsz,
                  plan.accum_steps + 1, self.pids)
         return self

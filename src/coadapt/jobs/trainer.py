@@ -103,7 +103,10 @@ class StepRunner:
         if self._prev is None:
             self._prev = [g.detach().clone() for g in grads]
         else:
-            pair = float(torch.nn.utils.get_total_norm(torch._foreach_add(self._prev, grads))) ** 2
+            # |g1 + g2|^2 = |g1|^2 + |g2|^2 + 2<g1, g2>, without a temporary sum vector
+            cross = sum(float(torch.dot(a.reshape(-1), b.reshape(-1)))
+                        for a, b in zip(self._prev, grads, strict=True))
+            pair = self._prev_sqr + total_sqr + 2.0 * cross
             sqr, var = estimate_differenced(self._prev_sqr, total_sqr, pair, scale)
             self.ema.update(sqr, var, 2.0 * scale, biased=True)
             torch._foreach_copy_(self._prev, grads)

@@ -50,6 +50,7 @@ def main() -> int:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=timedelta(seconds=spec.timeout_s))
+    log.info("rendezvous done (%d ranks)", world)
     try:
         from coadapt.jobs.loop import TrainLoop
 

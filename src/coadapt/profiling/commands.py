@@ -131,6 +131,8 @@ def handler(args: argparse.Namespace) -> int:
     """Entry point of ``coadapt profile``; returns the process exit code."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # the worker groups log every launch at INFO; the progress bar already says what runs
+    logging.getLogger("coadapt.jobs").setLevel(logging.WARNING)
     names = [n.strip() for n in args.types.split(",") if n.strip()] if args.types else None
     jobs = job_types(names)
     settings = settings_from_args(args)
@@ -150,11 +152,11 @@ def register(subparsers: Any) -> None:
         description="Time the real CPU jobs over worker counts x batch sizes and run them "
                     "to target at several batch sizes; write profiles/<type>/.")
     p.add_argument("--quick", action="store_true",
-                   help="smaller grid, 1 repeat, 1 seed, 3 batch sizes (< 5 min)")
+                   help="2 batch sizes per worker count, 1 repeat, 1 seed (< 5 min)")
     p.add_argument("--types", default=None, help="comma-separated job types (default: all)")
     p.add_argument("--out", default="profiles", help="output folder (default: profiles)")
     p.add_argument("--repeats", type=int, default=None,
-                   help="separate runs per timing cell (default: 3, quick 1)")
+                   help="separate runs per timing cell (default: 2, quick 1)")
     p.add_argument("--workers-max", type=int, default=None,
                    help="largest worker count to time (default: os.cpu_count())")
     p.add_argument("--seeds", type=int, default=None,

@@ -16,10 +16,10 @@ How the timings are kept trustworthy on a small, shared, noisy machine:
   cells are shuffled inside every repeat, so a slow period of the machine (a
   neighbour's burst) lands on different cells in different repeats instead of
   biasing one configuration.
-* **CPU time as a witness of contention.** Compute wall time per CPU second is
-  constant for a configuration on an idle core; a run whose ratio is 25% above
-  the cell's best run was slowed by someone else and is left out of the median
-  when a clean run exists (see :func:`coadapt.profiling.stats.mark_contention`).
+* **CPU time as a witness of contention.** Wall time per CPU second of a step
+  is constant for a configuration on an idle machine; a run whose ratio is 25%
+  above the cell's best run was slowed by someone else and is left out of the
+  median when a clean run exists (see :func:`coadapt.profiling.stats.mark_contention`).
   The 1-minute load average at the start of every run is recorded as well.
 """
 
@@ -64,8 +64,8 @@ class Cell:
 class GridSettings:
     """How much to measure. ``quick`` trades repeats and grid density for time."""
 
-    local_sizes: int = 5
-    repeats: int = 3
+    local_sizes: int = 4
+    repeats: int = 2
     steps: int = 8
     warmup: int = 3
     workers_max: int = os.cpu_count() or 1
@@ -73,7 +73,7 @@ class GridSettings:
 
     @classmethod
     def quick(cls, **kw: Any) -> GridSettings:
-        return cls(**{"local_sizes": 3, "repeats": 1, "steps": 5, "warmup": 2, **kw})
+        return cls(**{"local_sizes": 2, "repeats": 1, "steps": 4, "warmup": 2, **kw})
 
 
 # (cell, max_steps, seed, events path) -> observation events of one run

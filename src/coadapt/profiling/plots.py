@@ -3,7 +3,8 @@
 ``throughput.png``: samples/s against per-worker batch, one line per worker
 count, with the p25-p75 band of the step time. ``efficiency.png``: the
 gradient noise scale phi along training (left) and the metric against samples
-(right), one line per total batch size. Files are kept to tens of KB.
+(right), one line per total batch size. Plain matplotlib on polars columns
+(seaborn only for palettes), so no pandas/pyarrow is needed; files are tens of KB.
 """
 
 from __future__ import annotations
@@ -49,21 +50,25 @@ def plot_throughput(summary: pl.DataFrame, path: Path, title: str) -> Path:
 
 def plot_efficiency(curves: pl.DataFrame, init_batch_size: int, path: Path,
                     title: str) -> Path:
-    """phi along progress and metric against samples, one line per batch size."""
+    """phi along progress and metric against samples, one line per (batch size, seed)."""
     import seaborn as sns
 
     plt = _plt()
     df = curves.with_columns(
-        (init_batch_size * pl.col("grad_var") / pl.col("grad_sqr")).alias("phi"),
-        pl.col("batch_size").cast(pl.String).alias("M"),
-    ).to_pandas()
+        (init_batch_size * pl.col("grad_var") / pl.col("grad_sqr")).alias("phi"))
+    sizes = sorted(df["batch_size"].unique().to_list())
+    palette = dict(zip(sizes, sns.color_palette("viridis", len(sizes)), strict=True))
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    sns.lineplot(data=df, x="progress", y="phi", hue="M", ax=axes[0], errorbar=("pi", 100))
-    axes[0].set(yscale="log", xlabel="progress (iterations at M0)", ylabel="phi")
-    sns.lineplot(data=df, x="samples", y="metric", hue="M", ax=axes[1], errorbar=None,
-                 units="seed", estimator=None)
-    axes[1].set(xlabel="samples", ylabel="metric")
-    fig.suptitle(title)
+    for (bsz, seed), g in df.sort("iteration").group_by("batch_size", "seed",
+                                                          maintain_order=True):
+        label = f"M={bsz}" if seed == df["seed"].min() else None
+        style = "-" if seed == df["seed"].min() else ":"
+        axes[0].plot(g["progress"], g["phi"], style, color=palette[bsz], label=label)
+        axes[1].plot(g["samples"], g["metric"], style, color=palette[bsz], label=label)
+    axes[0].set(yscale="log", xlabel="progress (iterations at M0)", ylabel="phi = M0 var/sqr")
+    axes[1].set(xscale="log", xlabel="samples", ylabel="validation metric")
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.suptitle(f"{title} (dotted: other seeds)")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -52,6 +52,7 @@ class ProgressBar:
     count: int = 0
     _start: float = field(default_factory=time.monotonic)
     _last_draw: float = -1e9
+    _last_line: str = ""
     _note: str = ""
 
     @property
@@ -109,8 +110,10 @@ class ProgressBar:
         tty = self._isatty()
         if not force and not tty and now - self._last_draw < self.min_interval:
             return
-        self._last_draw = now
         line = self.render()
+        if not tty and line == self._last_line:
+            return
+        self._last_draw, self._last_line = now, line
         if tty:
             self.stream.write("\r\x1b[2K" + line)
         else:

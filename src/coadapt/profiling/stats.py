@@ -53,13 +53,14 @@ def drop_warmup(raw: pl.DataFrame, warmup: int) -> pl.DataFrame:
 def mark_contention(raw: pl.DataFrame, tolerance: float = 1.25) -> pl.DataFrame:
     """Flag runs that were slowed down by other processes, using CPU time as a witness.
 
-    ``stretch = (step_time - sync_time) / cpu_time``: compute wall time per CPU
-    second the worker actually got. On an idle core it is constant for a given
-    configuration; when another process steals the core, wall time grows but
+    ``stretch = step_time / cpu_time``: wall seconds per CPU second the worker
+    actually got. For a given configuration on an otherwise idle machine it is
+    constant (below 1 when gloo burns CPU while it waits for its peer, above 1
+    when it sleeps); when another process steals the core, wall time grows but
     CPU time does not, so stretch grows. A run whose median stretch exceeds
     ``tolerance`` x the best run of the same cell is marked ``contended``.
     """
-    stretch = (pl.col("step_time") - pl.col("sync_time")) / pl.col("cpu_time").clip(1e-9)
+    stretch = pl.col("step_time") / pl.col("cpu_time").clip(1e-9)
     out = raw.with_columns(stretch.alias("stretch"))
     run_stretch = pl.col("stretch").median().over([*CELL, "run"])
     return out.with_columns(

@@ -1,0 +1,68 @@
+import json
+
+import pytest
+from conftest import make_toy, toy_step
+
+from coadapt.eventlog import EventLog, read_events
+from coadapt.models.goodput import gain
+from coadapt.policies import PolicyConfig, make_policy
+from coadapt.sim.cluster import ClusterSpec
+from coadapt.sim.engine import Engine
+from coadapt.workloads.workload import JobSpec, Workload
+
+
+def run(tmp_path, jobs, policy="fixed", cluster="2x4", profile=None):
+    profile = profile or make_toy()
+    wl = Workload("t", tmp_path / "w.csv", tuple(jobs))
+    path = tmp_path / f"{policy}.jsonl"
+    with EventLog(path) as log:
+        log.header(mode="simulate", policy=policy, total_slots=ClusterSpec.parse(cluster).total_slots)
+        eng = Engine(wl, {"toy": profile}, make_policy(policy, PolicyConfig()),
+                     ClusterSpec.parse(cluster), log, interval=60.0, restart_delay=30.0)
+        result = eng.run()
+    return result, list(read_events(path))
+
+
+def test_single_fixed_job_completes_at_the_analytic_time(tmp_path):
+    # 2 replicas on one node at batch 64: micro 32, no accumulation.
+    result, events = run(tmp_path, [JobSpec("j", 10.0, "toy", 2, 64)])
+    step, _ = toy_step(1, 2, 32)
+    rate = float(gain(1.0, 4.0, 64 / 32)) / step  # progress per second
+    expected = 60.0 + 30.0 + 1000.0 / rate  # first round, restart delay, 10 epochs x 100
+    job = result.jobs[0]
+    assert job.completed_at == pytest.approx(expected, rel=1e-9)
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("epoch") == 9 and kinds.count("complete") == 1
+    # Event-driven: no ticking, only rounds, epochs and a handful of job events.
+    assert len(events) < 10 + int(expected / 60) + 5
+
+
+def test_jobs_report_observations_not_profile(tmp_path):
+    result, _ = run(tmp_path, [JobSpec("j", 0.0, "toy", 1, 32)], policy="pollux")
+    job = result.jobs[0]
+    # The fitted model exists and its observed configurations are ones the job ran.
+    assert job.model is not None
+    assert all(k[1] <= job.max_observed_replicas for k in job._observed)
+
+
+@pytest.mark.parametrize("policy", ["fixed", "dynamic", "pollux", "tiresias", "optimus-oracle"])
+def test_every_policy_finishes_a_small_workload(tmp_path, policy):
+    jobs = [JobSpec(f"j{i}", 20.0 * i, "toy", 1 + i % 4, 32 * (1 + i % 3)) for i in range(8)]
+    result, events = run(tmp_path, jobs, policy=policy)
+    assert all(j.completed_at is not None for j in result.jobs)
+    # Never more slots in use than the cluster has.
+    for e in events:
+        if e["kind"] == "round":
+            assert e["used_slots"] <= 8
+    json.dumps(events)  # the log is plain JSON
+
+
+def test_restart_delay_costs_time(tmp_path):
+    slow, _ = run(tmp_path, [JobSpec("j", 0.0, "toy", 1, 32)], policy="fixed")
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
+    with EventLog(tmp_path / "nodelay.jsonl") as log:
+        eng = Engine(wl, {"toy": prof}, make_policy("fixed", PolicyConfig()),
+                     ClusterSpec.parse("2x4"), log, restart_delay=0.0)
+        fast = eng.run()
+    assert slow.jobs[0].completed_at - fast.jobs[0].completed_at == pytest.approx(30.0)
