@@ -14,7 +14,7 @@ from coadapt.jobs.registry import JOB_TYPES
 @pytest.mark.parametrize(("argv", "field"), [
     (["run", "no-such-type", "--ckpt", "X"], "type"),
     (["run", JOB, "--ckpt", "X", "--workers", "0"], "workers"),
-    (["run", JOB, "--ckpt", "X", "--batch", "100000"], "batch"),
+    (["run", JOB, "--ckpt", "X", "--batch", "513"], "batch"),
     (["run", JOB, "--ckpt", "X", "--workers", "8", "--batch", "8"], "batch"),
     (["run", JOB, "--ckpt", "X", "--max-steps", "0"], "max-steps"),
     (["run", JOB, "--ckpt", "X", "--eval-every", "-1"], "eval-every"),

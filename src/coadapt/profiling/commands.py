@@ -43,6 +43,7 @@ class ProfileSettings:
     quick: bool
     budget_s: float
     plots: bool = True
+    timing_share: float = 0.4  # of the budget, after which no repeat timing runs start
 
 
 def job_types(names: list[str] | None = None) -> list[Any]:
@@ -80,7 +81,8 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
     log.info("timing grid: %d cells x %d repeats = %d runs (%d+%d steps each)",
              len(cells), grid.repeats, n_runs, grid.warmup, grid.steps)
     with ProgressBar(total=n_runs, items=n_runs, label="timing", unit="runs") as bar:
-        raw = measure_grid(cells, grid, bar=bar)
+        raw = measure_grid(cells, grid, bar=bar,
+                           deadline=begin + settings.budget_s * settings.timing_share)
     kept = mark_contention(drop_warmup(raw, grid.warmup))
     summary = summarize_cells(kept)
     timing_wall = time.monotonic() - begin

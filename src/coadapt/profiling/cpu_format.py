@@ -256,8 +256,11 @@ def _parse(path: Path, line: int, name: str, raw: str, kind: type) -> Any:
     return value
 
 
-def read_cpu_profile(path: str | Path) -> CpuProfile:
-    """Read and check one ``profiles/<type>/`` folder (no AppProfile dependency)."""
+def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuProfile:
+    """Read and check one ``profiles/<type>/`` folder.
+
+    ``require_validation=False`` accepts a folder without runs to target (for
+    reports on a partial profile; the simulator cannot use one)."""
     root = Path(path)
     if not root.is_dir():
         raise ProfileError(f"{root}: not a profile folder")
@@ -280,7 +283,7 @@ def read_cpu_profile(path: str | Path) -> CpuProfile:
                 row = int((steps < 0).arg_max()) + 3  # header is line 1, diff drops row 1
                 raise ProfileError(f"{file}:{row}: field '{col}': decreases")
         validation[int(match.group(1))] = frame
-    if not validation:
+    if not validation and require_validation:
         raise ProfileError(f"{root}: no validation-<M>.csv files")
     timings = None
     if (root / "timings.csv").is_file():

@@ -157,6 +157,8 @@ class CurvePlanner:
         job, run = self.jobs[rec.run.type], rec.run
         steps = self.model.max_steps(job, run.workers, run.batch_size, share)
         min_steps = math.ceil(job.eval_every * 2 / (run.batch_size / job.init_batch_size))
+        if rec.tier == "core" and run.batch_size == job.init_batch_size:
+            steps = max(steps, min_steps)  # never skip M0: without it no profile loads
         if steps < min_steps:
             rec.status = "skipped"
             log.warning("%s: skipped, %.0fs of budget left for it is too little", run.label(),

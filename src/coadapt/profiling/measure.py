@@ -16,6 +16,11 @@ How the timings are kept trustworthy on a small, shared, noisy machine:
   cells are shuffled inside every repeat, so a slow period of the machine (a
   neighbour's burst) lands on different cells in different repeats instead of
   biasing one configuration.
+* **Other processes measured, and waited out.** Before each run the profiler
+  waits (bounded) until other processes use less than half a core, and it
+  records how many cores they used *during* the run (``others_cores``, from
+  ``/proc/stat`` minus this process tree's own CPU time, see
+  :mod:`coadapt.profiling.machine`). Runs above the threshold are contended.
 * **CPU time as a witness of contention.** Wall time per CPU second of a step
   is constant for a configuration on an idle machine; a run whose ratio is 25%
   above the cell's best run was slowed by someone else and is left out of the
@@ -38,6 +43,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from coadapt.profiling.machine import CpuSnapshot, others_cores, wait_for_quiet
 from coadapt.profiling.progress import ProgressBar
 from coadapt.profiling.stats import observations_frame
 
@@ -70,10 +76,13 @@ class GridSettings:
     warmup: int = 3
     workers_max: int = os.cpu_count() or 1
     seed: int = 0
+    quiet_wait: float = 15.0  # max seconds to wait for a quiet machine before a run
+    quiet_threshold: float = 0.5  # cores used by others that make a run "contended"
 
     @classmethod
     def quick(cls, **kw: Any) -> GridSettings:
-        return cls(**{"local_sizes": 2, "repeats": 1, "steps": 4, "warmup": 2, **kw})
+        return cls(**{"local_sizes": 2, "repeats": 1, "steps": 4, "warmup": 2,
+                      "quiet_wait": 3.0, **kw})
 
 
 # (cell, max_steps, seed, events path) -> observation events of one run
@@ -133,14 +142,24 @@ def run_group_runner(cell: Cell, max_steps: int, seed: int, events: Path) -> lis
 
 
 def measure_cell(cell: Cell, repeat: int, settings: GridSettings, workdir: Path,
-                 runner: Runner = run_group_runner) -> pl.DataFrame:
-    """Time one run of one cell; raw rows (warm-up steps included, flagged by ``step``)."""
+                 runner: Runner = run_group_runner, wait: float = 0.0) -> pl.DataFrame:
+    """Time one run of one cell; raw rows (warm-up steps included, flagged by ``step``).
+
+    Waits up to ``wait`` seconds for other processes to go quiet first, and
+    records how many cores they used during the run (``others_cores``).
+    """
     events = workdir / f"{cell.type}-k{cell.workers}-m{cell.local_bsz}-r{repeat}.jsonl"
+    t_wait = time.monotonic()
+    if wait > 0:
+        wait_for_quiet(settings.quiet_threshold, max_wait=wait)
+    waited = time.monotonic() - t_wait
     load1 = os.getloadavg()[0]
-    started = time.monotonic()
+    before = CpuSnapshot.take()
     obs = observations_frame(runner(cell, settings.warmup + settings.steps,
                                     settings.seed + repeat, events))
-    wall = time.monotonic() - started
+    after = CpuSnapshot.take()
+    wall = after.wall - before.wall
+    others = others_cores(before, after)
     if obs.height < settings.warmup + 1:
         raise RuntimeError(f"{cell.label()}: run {repeat} reported {obs.height} steps, "
                            f"need more than the {settings.warmup} warm-up steps ({events})")
@@ -151,31 +170,51 @@ def measure_cell(cell: Cell, repeat: int, settings: GridSettings, workdir: Path,
         pl.lit(repeat).alias("run"),
         pl.lit(round(load1, 2)).alias("load1"),
         pl.lit(round(wall, 3)).alias("run_wall"),
+        pl.lit(None if others is None else round(others, 3), dtype=pl.Float64)
+        .alias("others_cores"),
+        pl.lit(round(waited, 2)).alias("quiet_wait"),
     )
 
 
 def measure_grid(cells: Sequence[Cell], settings: GridSettings,
                  runner: Runner = run_group_runner, bar: ProgressBar | None = None,
-                 workdir: str | Path | None = None) -> pl.DataFrame:
+                 workdir: str | Path | None = None, deadline: float | None = None,
+                 max_total_wait: float = float("inf")) -> pl.DataFrame:
     """Run every cell ``settings.repeats`` times in interleaved order; tidy raw steps.
 
-    Columns: type, workers, local_bsz, run, step, step_time, sync_time, cpu_time,
-    load1, run_wall, order (position in the schedule).
+    Past ``deadline`` (a ``time.monotonic()`` value) only first runs are made, so
+    a slow machine costs repeats, never cells; waiting for quiet stops once
+    ``max_total_wait`` seconds were spent on it. Columns: type, workers,
+    local_bsz, run, order (position in the schedule), step, step_time,
+    sync_time, cpu_time, load1, run_wall, others_cores, quiet_wait.
     """
     order = schedule(cells, settings.repeats, settings.seed)
     frames = []
+    skipped, waited = 0, 0.0
     with tempfile.TemporaryDirectory(prefix="coadapt-timing-") as tmp:
         wd = Path(workdir) if workdir is not None else Path(tmp)
         wd.mkdir(parents=True, exist_ok=True)
         for i, (repeat, cell) in enumerate(order):
+            if repeat > 0 and deadline is not None and time.monotonic() > deadline:
+                skipped += 1
+                if bar is not None:
+                    bar.advance(1.0)
+                continue
             if bar is not None:
                 bar.note(f"{cell.label()} run {repeat + 1}/{settings.repeats}")
-            frame = measure_cell(cell, repeat, settings, wd, runner)
+            wait = min(settings.quiet_wait, max(max_total_wait - waited, 0.0))
+            frame = measure_cell(cell, repeat, settings, wd, runner, wait=wait)
+            waited += float(frame["quiet_wait"][0])
             frames.append(frame.with_columns(pl.lit(i).alias("order")))
             log.debug("%s run %d: median step %.4fs", cell.label(), repeat,
                       frame["step_time"].median())
             if bar is not None:
                 bar.advance(1.0)
+    if skipped:
+        log.warning("timing grid: %d repeat runs skipped to keep to the time budget", skipped)
     raw = pl.concat(frames, how="vertical_relaxed")
+    if waited:
+        log.info("timing grid: waited %.0fs in total for other processes to go quiet", waited)
     return raw.select("type", "workers", "local_bsz", "run", "order", "step", "step_time",
-                      "sync_time", "cpu_time", "load1", "run_wall")
+                      "sync_time", "cpu_time", "load1", "run_wall", "others_cores",
+                      "quiet_wait")

@@ -50,7 +50,8 @@ def drop_warmup(raw: pl.DataFrame, warmup: int) -> pl.DataFrame:
     return raw.filter(nth > warmup)
 
 
-def mark_contention(raw: pl.DataFrame, tolerance: float = 1.25) -> pl.DataFrame:
+def mark_contention(raw: pl.DataFrame, tolerance: float = 1.25,
+                    others_max: float = 0.5) -> pl.DataFrame:
     """Flag runs that were slowed down by other processes, using CPU time as a witness.
 
     ``stretch = step_time / cpu_time``: wall seconds per CPU second the worker
@@ -58,14 +59,19 @@ def mark_contention(raw: pl.DataFrame, tolerance: float = 1.25) -> pl.DataFrame:
     constant (below 1 when gloo burns CPU while it waits for its peer, above 1
     when it sleeps); when another process steals the core, wall time grows but
     CPU time does not, so stretch grows. A run whose median stretch exceeds
-    ``tolerance`` x the best run of the same cell is marked ``contended``.
+    ``tolerance`` x the best run of the same cell is marked ``contended``, and
+    so is a run during which other processes used more than ``others_max``
+    cores on average (column ``others_cores``, when present). The relative test
+    catches a slow period inside a cell; the absolute one catches a machine
+    that was busy for every run of it.
     """
     stretch = pl.col("step_time") / pl.col("cpu_time").clip(1e-9)
     out = raw.with_columns(stretch.alias("stretch"))
     run_stretch = pl.col("stretch").median().over([*CELL, "run"])
-    return out.with_columns(
-        (run_stretch > tolerance * run_stretch.min().over(CELL)).alias("contended")
-    )
+    contended = run_stretch > tolerance * run_stretch.min().over(CELL)
+    if "others_cores" in out.columns:
+        contended = contended | (pl.col("others_cores").fill_null(0.0) > others_max)
+    return out.with_columns(contended.alias("contended"))
 
 
 def _q(col: str, q: float) -> pl.Expr:
@@ -105,6 +111,7 @@ def summarize_cells(raw: pl.DataFrame) -> pl.DataFrame:
         _q("sync_time", 0.25).alias("sync_time_p25"),
         _q("sync_time", 0.75).alias("sync_time_p75"),
         pl.col("stretch").median(),
+        *([pl.col("others_cores").median()] if "others_cores" in raw.columns else []),
         pl.col("run").n_unique().alias("repeats"),
         pl.len().alias("steps"),
     )
@@ -132,6 +139,8 @@ def spread_report(summary: pl.DataFrame) -> dict[str, Any]:
         pl.col("run_spread").median().alias("median_run_spread"),
         pl.col("run_spread").max().alias("max_run_spread"),
         pl.col("stretch").median().alias("median_stretch"),
+        *([pl.col("others_cores").max().alias("max_others_cores")]
+          if "others_cores" in summary.columns else []),
         pl.col("runs_contended").sum().alias("runs_contended"),
         pl.col("runs_total").sum().alias("runs_total"),
         pl.col("steps").sum().alias("steps_kept"),

@@ -52,8 +52,6 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from threadpoolctl import threadpool_limits
-
     from coadapt.policies import REGISTRY
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
@@ -80,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
                            show_progress=not args.no_progress)
     out = Path(args.out)
     summaries = []
-    with threadpool_limits(1):  # tiny BLAS calls: threads only add contention
-        for name in names:
-            summaries.append(simulate_policy(workload, profiles, name, settings, out / name))
+    for name in names:
+        summaries.append(simulate_policy(workload, profiles, name, settings, out / name))
     write_comparison(summaries, out)
     sys.stdout.write(format_table(
         summaries, f"SIMULATED: {workload.name} on {cluster} ({len(workload.jobs)} jobs, "

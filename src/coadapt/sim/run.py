@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 from coadapt.eventlog import EventLog, read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies import PolicyConfig, make_policy
@@ -69,7 +71,8 @@ def simulate_policy(workload: Workload, profiles: dict[str, AppProfile], policy_
         engine = Engine(workload, profiles, policy, settings.cluster, log,
                         interval=settings.interval, restart_delay=settings.restart_delay,
                         on_progress=progress)
-        engine.run()
+        with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
+            engine.run()
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     if bar is not None:
         bar.close()
