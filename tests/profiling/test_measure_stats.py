@@ -97,6 +97,13 @@ def test_contended_run_is_left_out() -> None:
     assert report["runs_contended"] == 1 and report["runs_total"] == 3
 
 
+def test_busy_machine_marks_runs() -> None:
+    raw = _raw({0: [1.0] * 3, 1: [1.0] * 3}).with_columns(
+        pl.when(pl.col("run") == 1).then(1.2).otherwise(0.1).alias("others_cores"))
+    s = summarize_cells(mark_contention(raw)).row(0, named=True)
+    assert s["runs_contended"] == 1 and s["repeats"] == 1
+
+
 def test_all_runs_contended_keeps_data() -> None:
     raw = _raw({0: [1.0] * 3}, cpu={0: [0.1] * 3})
     assert summarize_cells(raw)["steps"].to_list() == [3]
@@ -121,10 +128,12 @@ def test_measure_grid_with_fake_runner(tmp_path: Path) -> None:
                  "sync_time": 0.001 * (cell.workers - 1), "cpu_time": base * 0.9}
                 for i in range(1, max_steps + 1)]
 
-    settings = GridSettings(local_sizes=3, repeats=2, steps=4, warmup=1, workers_max=2)
+    settings = GridSettings(local_sizes=3, repeats=2, steps=4, warmup=1, workers_max=2,
+                            quiet_wait=0.0)
     cells = plan_cells(Job(), settings)
     raw = measure_grid(cells, settings, runner=runner, workdir=tmp_path)
     assert raw.height == len(cells) * 2 * 5
-    summary = summarize_cells(drop_warmup(raw, settings.warmup))
+    assert raw["others_cores"].null_count() < raw.height  # measured from /proc/stat
+    summary = summarize_cells(drop_warmup(raw.drop("others_cores"), settings.warmup))
     assert summary.height == len(cells) and set(summary["repeats"]) == {2}
     assert summary.filter(pl.col("local_bsz") == 8)["step_time"][0] == pytest.approx(0.018)

@@ -29,13 +29,14 @@ import logging  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 from datetime import timedelta  # noqa: E402
+from typing import NoReturn  # noqa: E402
 
 from coadapt.jobs.spec import SPEC_ENV, WorkerSpec  # noqa: E402
 
 log = logging.getLogger("coadapt.jobs.worker")
 
 
-def main() -> int:
+def main() -> NoReturn:
     spec = WorkerSpec.from_json(os.environ[SPEC_ENV])
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -56,13 +57,18 @@ def main() -> int:
 
         status = TrainLoop(spec, rank, world, _STOP).run()
         log.info("finished: %s", status)
-        return 0
+        dist.destroy_process_group()
+        code = 0
     except Exception:
         log.exception("worker failed")
-        return 1
-    finally:
-        dist.destroy_process_group()
+        code = 1
+    # Everything that matters is on disk (checkpoint and events are fsynced or
+    # flushed); skip the interpreter's slow teardown of torch so a resize is quicker.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

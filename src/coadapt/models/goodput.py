@@ -108,21 +108,21 @@ def _objective(x: np.ndarray, nodes: np.ndarray, replicas: np.ndarray, m: np.nda
     pred = log_z / g
     wa, wn = np.exp(g * la - log_z), np.exp(g * ln - log_z)
     r1, r2 = la - log_acc, pred - log_opt
-    e1 = math.sqrt(float(np.mean(r1 * r1)) + 1e-18)
-    e2 = math.sqrt(float(np.mean(r2 * r2)) + 1e-18)
+    e1 = math.sqrt(float(r1 @ r1) / n + 1e-18)
+    e2 = math.sqrt(float(r2 @ r2) / n + 1e-18)
     value = e1 + e2 + 1e-3 * (g - 1) ** 2 + 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
-    c1 = r1 / (n * e1) / acc          # d e1 / d acc
     c2 = r2 / (n * e2)                # d e2 / d pred
-    d_acc = c1 + c2 * wa / acc        # total derivative w.r.t. acc
+    d_acc = r1 / (n * e1 * acc) + c2 * wa / acc  # total derivative w.r.t. acc
     d_net = c2 * wn / net
+    d_inter, d_intra = d_net * inter, d_net * intra
     grad = np.array([
         d_acc.sum(),
-        (d_acc * m).sum(),
-        (d_net * inter).sum() - 2e-2 * bn**2 / an**3,
-        (d_net * inter * rr).sum() + 2e-2 * bn / an**2,
-        (d_net * intra).sum() - 2e-2 * br**2 / ar**3,
-        (d_net * intra * rr).sum() + 2e-2 * br / ar**2,
-        (c2 * (-log_z / g**2 + (wa * la + wn * ln) / g)).sum() + 2e-3 * (g - 1),
+        d_acc @ m,
+        d_inter.sum() - 2e-2 * bn**2 / an**3,
+        d_inter @ rr + 2e-2 * bn / an**2,
+        d_intra.sum() - 2e-2 * br**2 / ar**3,
+        d_intra @ rr + 2e-2 * br / ar**2,
+        c2 @ (-log_z / g**2 + (wa * la + wn * ln) / g) + 2e-3 * (g - 1),
     ])
     return value, grad
 

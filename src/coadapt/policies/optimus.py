@@ -8,7 +8,7 @@ last; further slots go to the job whose remaining time drops most,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -25,19 +25,26 @@ class OptimusOracle:
     config: PolicyConfig
     name: ClassVar[str] = "optimus-oracle"
     uses_oracle: ClassVar[bool] = True
+    _steps: dict[str, np.ndarray] = field(default_factory=dict)
 
     def _values(self, job: JobView, total: int, per_node: int) -> np.ndarray:
         assert job.oracle is not None, "optimus-oracle needs oracle data from the engine"
-        cap = max(1, min(job.max_replicas, job.requested_batch // job.min_local_bsz, total))
-        r = np.arange(1, cap + 1)
-        m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
-                           job.max_batch_size)
-        steps = np.array([job.oracle.step_time(packed_placement(int(ri), per_node), int(mi),
-                                               int(si)) for ri, mi, si in zip(r, m, s, strict=True)])
+        steps = self._steps.get(job.name)
+        if steps is None:  # true step times at the fixed batch never change: once per job
+            cap = max(1, min(job.max_replicas, job.requested_batch // job.min_local_bsz, total))
+            r = np.arange(1, cap + 1)
+            m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
+                               job.max_batch_size)
+            steps = np.array([job.oracle.step_time(packed_placement(int(ri), per_node), int(mi),
+                                                   int(si))
+                              for ri, mi, si in zip(r, m, s, strict=True)])
+            self._steps[job.name] = steps
         remaining = job.oracle.remaining_iterations(job.requested_batch)
         return np.concatenate([[-np.inf], -steps * remaining])
 
     def decide(self, snap: Snapshot) -> Decision:
+        active = {j.name for j in snap.jobs}
+        self._steps = {k: v for k, v in self._steps.items() if k in active}
         per_node = max(snap.slots_per_node)
         values = [self._values(j, snap.total_slots, per_node) for j in snap.jobs]
         counts = greedy_marginal(values, snap.total_slots)

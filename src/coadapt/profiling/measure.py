@@ -82,7 +82,7 @@ class GridSettings:
     @classmethod
     def quick(cls, **kw: Any) -> GridSettings:
         return cls(**{"local_sizes": 2, "repeats": 1, "steps": 4, "warmup": 2,
-                      "quiet_wait": 3.0, **kw})
+                      "quiet_wait": 0.0, **kw})
 
 
 # (cell, max_steps, seed, events path) -> observation events of one run

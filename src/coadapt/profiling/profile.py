@@ -108,23 +108,41 @@ class AppProfile:
             m, ys = table
             res = (float(np.interp(local_bsz, m, ys[:, 0])), float(np.interp(local_bsz, m, ys[:, 1])))
         else:
-            res = None
-            interp = self._interpolator
-            if interp is not None:
-                v = interp([[min(len(p), 16), sum(p), local_bsz]])[0]
-                if np.all(np.isfinite(v)):
-                    res = (float(v[0]), float(v[1]))
-            if res is None:
-                res = self._model_throughput(p, local_bsz)
+            res = self._interpolated(p, float(local_bsz))
         self._cache[key] = res
         return res
 
-    def _model_throughput(self, p: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+    def _interpolated(self, p: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        """Unmeasured placement: linear interpolation over (nodes, replicas, m)
+        from all measurements, else the fitted model. Evaluated once per
+        (nodes, replicas) on the whole micro-batch range (one vectorized call)."""
+        nodes, replicas = min(len(p), 16), sum(p)
+        curve = self._cache.get(("curve", nodes, replicas))
+        if curve is None:
+            lo, hi = self.min_local_bsz, max(self.max_local_bsz, self.min_local_bsz + 1)
+            m = (np.arange(lo, hi + 1, dtype=float) if hi - lo <= 256
+                 else np.unique(np.geomspace(lo, hi, 256).round()))
+            interp = self._interpolator
+            if interp is not None:
+                pts = np.column_stack([np.full(len(m), nodes), np.full(len(m), replicas), m])
+                ys = interp(pts)
+            else:
+                ys = np.full((len(m), 2), np.nan)
+            bad = ~np.all(np.isfinite(ys), axis=1)
+            if bad.any():
+                ys[bad] = self._model_throughput(len(p), replicas, m[bad])
+            curve = (m, ys)
+            self._cache[("curve", nodes, replicas)] = curve
+        m, ys = curve
+        return float(np.interp(local_bsz, m, ys[:, 0])), float(np.interp(local_bsz, m, ys[:, 1]))
+
+    def _model_throughput(self, nodes: int, replicas: int, m: np.ndarray) -> np.ndarray:
+        """[step, sync] rows predicted by the fitted model at micro-batches ``m``."""
         perf = self.fitted_perf.as_array()
-        n, r = np.array([len(p)], float), np.array([sum(p)], float)
-        st = float(model_step_time(perf, n, r, np.array([local_bsz]), np.zeros(1))[0])
-        acc = perf[0] + perf[1] * local_bsz
-        return st, max(st - acc, 0.0)
+        n, r = np.full(len(m), float(nodes)), np.full(len(m), float(replicas))
+        st = model_step_time(perf, n, r, m, np.zeros(len(m)))
+        acc = perf[0] + perf[1] * m
+        return np.column_stack([st, np.maximum(st - acc, 0.0)])
 
     # ------------------------------------------------------------ validation data
     @cached_property

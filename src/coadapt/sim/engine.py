@@ -97,6 +97,7 @@ class Engine:
     def _round(self, now: float) -> None:
         for job in self.active:
             job.advance(now)
+            job.refit(now)
         snap = Snapshot(now, self.cluster.slots_per_node,
                         tuple(self._view(j, now) for j in self.active),
                         self.restart_delay, self.interval)
@@ -136,7 +137,7 @@ class Engine:
             job.choose_batch(a.batch_size)
             if (job.micro, job.accum) != old:
                 job.version += 1
-                obs = job.observe()
+                obs = job.observe(now)
                 self.log.emit(now, "progress", job.name, batch=job.batch_size, micro=job.micro,
                               accum=job.accum, epoch=job.epoch, progress=job.progress, **obs)
                 self._timer(job, job.time_to_boundary(), self._on_boundary)
@@ -152,7 +153,7 @@ class Engine:
             return
         now = self.env.now
         job.advance(now)
-        obs = job.observe()
+        obs = job.observe(now)
         self.log.emit(now, "start", job.name, batch=job.batch_size, epoch=job.epoch,
                       progress=job.progress, **obs)
         self._timer(job, job.time_to_boundary(), self._on_boundary)
@@ -168,7 +169,7 @@ class Engine:
         job.version += 1
         if job.adaptive:
             job.choose_batch(None)
-        obs = job.observe()
+        obs = job.observe(now)
         self.log.emit(now, "epoch", job.name, epoch=job.epoch, progress=job.progress,
                       batch=job.batch_size, micro=job.micro, accum=job.accum,
                       metric=job.profile.best_metric(job.batch_size, job.epoch), **obs)

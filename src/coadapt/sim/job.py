@@ -49,6 +49,11 @@ class SimJob:
     _observed: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     _perf: PerfParams | None = None
     _grad: GradParams | None = None
+    _stale: bool = False  # observations the fitted model does not explain yet
+    _fit_at: float = -np.inf
+
+    # An AdaptDL agent refits its throughput model periodically, not per step.
+    REFIT_INTERVAL = 30.0
 
     @property
     def name(self) -> str:
@@ -88,22 +93,19 @@ class SimJob:
         g = float(gain(sqr, var, batch / self.profile.init_batch_size))
         return step, sync, batch / total, g * self.profile.init_batch_size / batch, g / total
 
-    def observe(self) -> dict[str, float]:
+    def observe(self, t: float) -> dict[str, float]:
         """Run at the current configuration: record what the job measures
-        (step/sync time, gradient statistics), refit, and set the true rate."""
+        (step/sync time, gradient statistics), refit if due, set the true rate."""
         step, sync, tput, eff, rate = self.true_rates()
         self.rate = rate
         key = (len(self.placement), self.replicas, self.micro)
         sqr, var = self.profile.grad_stats(self.batch_size, self.epoch)
-        changed = False
         if key not in self._observed:
             self._observed[key] = (step, sync)
             self.max_observed_replicas = max(self.max_observed_replicas, self.replicas)
             if self._perf is None or not predicts_well(self._perf, *key, step, sync):
-                obs = np.array([(*k, *v) for k, v in self._observed.items()], dtype=float)
-                self._perf = fit_perf_params(obs[:, 0], obs[:, 1], obs[:, 2], obs[:, 3],
-                                             obs[:, 4], init=self._perf)
-                changed = True
+                self._stale = True
+        changed = self.refit(t)
         if self._grad is None or (self._grad.sqr, self._grad.var) != (sqr, var):
             self._grad = GradParams(sqr, var)
             changed = True
@@ -111,6 +113,18 @@ class SimJob:
             self.model = GoodputModel(self._perf, self._grad, self.profile.init_batch_size)
         return {"step_time": step, "sync_time": sync, "throughput": tput, "efficiency": eff,
                 "goodput": tput * eff, "grad_sqr": sqr, "grad_var": var}
+
+    def refit(self, t: float) -> bool:
+        """Refit the throughput model if it is stale and a refit is due."""
+        if not self._stale or (self._perf is not None and t - self._fit_at < self.REFIT_INTERVAL):
+            return False
+        obs = np.array([(*k, *v) for k, v in self._observed.items()], dtype=float)
+        self._perf = fit_perf_params(obs[:, 0], obs[:, 1], obs[:, 2], obs[:, 3], obs[:, 4],
+                                     init=self._perf)
+        self._stale, self._fit_at = False, t
+        if self._grad is not None:
+            self.model = GoodputModel(self._perf, self._grad, self.profile.init_batch_size)
+        return True
 
     # ------------------------------------------------------------- decisions
     def choose_batch(self, batch: int | None) -> None:
