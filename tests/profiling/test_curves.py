@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from coadapt.profiling.build import build_profile, curve_summary, job_meta
+from coadapt.profiling.build import build_profile, curve_summary, job_meta, select_validation
 from coadapt.profiling.cpu_format import read_cpu_profile, write_cpu_profile
 from coadapt.profiling.curve_plan import (
     CurvePlanner,
@@ -41,7 +41,7 @@ class Job:
 
 
 def _events(batch_size: int, seed: int = 0, n_steps: int = 40, every: int = 10,
-            ) -> list[dict[str, Any]]:
+            with_step: bool = False) -> list[dict[str, Any]]:
     """Synthetic run: metric rises with progress; phi grows along training."""
     events: list[dict[str, Any]] = [{"t": 0.0, "kind": "header", "job": None}]
     scale = batch_size / 32
@@ -56,7 +56,8 @@ def _events(batch_size: int, seed: int = 0, n_steps: int = 40, every: int = 10,
                        "samples": step * batch_size})
         if step % every == 0:
             events.append({"t": 0.1 * step + 0.05, "kind": "validation", "job": "toy",
-                           "progress": progress, "metric": min(0.3 + progress / 50, 1.0)})
+                           "progress": progress, "metric": min(0.3 + progress / 50, 1.0),
+                           **({"step": step} if with_step else {})})
     return events
 
 
@@ -69,6 +70,16 @@ def test_validation_table_joins_last_step() -> None:
     assert table["grad_sqr"][0] == pytest.approx(0.1)
     assert table["wall_time"][0] == pytest.approx(1.05)
     assert table["progress"].to_list() == pytest.approx([10.0, 20.0, 30.0, 40.0])
+
+
+def test_validation_table_joins_on_step_when_given() -> None:
+    events = _events(32, with_step=True)
+    for e in events:
+        if e["kind"] == "validation":
+            e["t"] += 5.0  # a slow evaluation must not matter
+    table = validation_table(events)
+    assert table["iteration"].to_list() == [10, 20, 30, 40]
+    assert table["samples"].to_list() == [320, 640, 960, 1280]
 
 
 def test_to_target_first_row_reaching() -> None:
@@ -190,7 +201,25 @@ def test_summary_and_profile_round_trip(tmp_path: Path) -> None:
     out = write_cpu_profile(tmp_path / "toy", prof)
     back = read_cpu_profile(out)
     assert sorted(back.validation) == [32, 128]
+    assert back.curves is not None and set(back.curves["seed"]) == {0, 1}
+    assert "phi" in back.curves.columns
     assert back.validation[32]["iteration"].to_list() == curves.filter(
         (pl.col("seed") == 0) & (pl.col("batch_size") == 32))["iteration"].to_list()
     assert back.info["curves"]["by_batch_size"]["32"]["samples_to_target"]["median"] > 0
     assert back.info["perf_params"] is not None
+
+
+def test_capped_curve_left_out_of_validation() -> None:
+    def run(bsz: int, rows: int, reached: bool) -> pl.DataFrame:
+        return pl.DataFrame({"progress": [100.0 * (i + 1) for i in range(rows)],
+                             "iteration": list(range(1, rows + 1)), "metric": [0.5] * rows,
+                             "grad_sqr": [1.0] * rows, "grad_var": [1.0] * rows,
+                             "samples": list(range(rows)), "wall_time": [1.0] * rows,
+                             "reached": [False] * (rows - 1) + [reached],
+                             "batch_size": [bsz] * rows, "seed": [0] * rows})
+
+    curves = pl.concat([run(32, 5, True), run(128, 6, True), run(512, 2, False)])
+    validation, excluded = select_validation(curves)
+    assert sorted(validation) == [32, 128] and list(excluded) == ["512"]
+    validation, excluded = select_validation(run(32, 2, False))
+    assert sorted(validation) == [32] and not excluded  # nothing reached: keep what exists

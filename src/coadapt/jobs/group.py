@@ -8,6 +8,7 @@ kernel kills the workers (PDEATHSIG).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -96,6 +97,9 @@ class Group:
             raise ConfigError("type", f"{self.dir} belongs to job type {meta['job_type']!r}, "
                               f"not {cfg.job_type!r}")
         self.meta = meta
+        self.job_id: str = cfg.job_id or (meta or {}).get("job_id") or cfg.job_type
+        self.events: EventLog | None = None
+        self.started = time.monotonic()
         self.procs: list[subprocess.Popen[bytes]] = []
         self._logs: list[IO[bytes]] = []
         self._stop_requested = False
@@ -123,7 +127,7 @@ class Group:
                         "depends on it", self.meta["seed"], cfg.seed)
         self.meta["launches"] += 1
         atomic_write_json(self.dir / JOB_FILE, self.meta)
-        self.job_id: str = cfg.job_id or self.meta["job_id"]
+        self.job_id = cfg.job_id or self.meta["job_id"]
         self.events = EventLog(cfg.events, fsync=True) if cfg.events else None
         spec = WorkerSpec(
             job_type=cfg.job_type, job_id=self.job_id, ckpt_dir=str(self.dir.resolve()),
@@ -223,8 +227,6 @@ class Group:
             return None
         out = self._verify.communicate()[0].decode().strip().splitlines()
         try:
-            import json
-
             res = json.loads(out[-1])
             return self._finish(verified=bool(res["reached"]), metric=float(res["metric"]))
         except (IndexError, ValueError, KeyError):

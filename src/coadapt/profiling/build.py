@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from coadapt.profiling.cpu_format import CpuProfile, JobMeta, machine_info
-from coadapt.profiling.curves import to_target, with_phi
+from coadapt.profiling.curves import reached_target, to_target, with_phi
 from coadapt.profiling.stats import placements_frame, spread_report
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,9 @@ def job_meta(job: Any) -> JobMeta:
     return JobMeta(
         name=str(job.name), init_batch_size=m0, max_batch_size=max_batch,
         min_local_bsz=min_local, max_local_bsz=int(_attr(job, "max_local_bsz")),
-        max_replicas=int(_attr(job, "max_replicas", default=max(max_batch // min_local, 1))),
+        # the job's own limit, capped at 64 as the reference simulator does
+        max_replicas=int(_attr(job, "max_replicas",
+                               default=max(min(max_batch // min_local, 64), 1))),
         target=_attr(job, "target", "target_metric"),
         higher_is_better=bool(_attr(job, "higher_is_better", default=True)),
         eval_every=_attr(job, "eval_every"), dataset_size=_attr(job, "dataset_size"),
@@ -102,12 +104,10 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
     """Everything for ``profiles/<type>/``; ``raw`` are the kept steps of this type."""
     meta = job_meta(job)
     placements = placements_frame(summary)
-    validation = {}
-    if curves.height:
-        canonical = curves.filter(pl.col("seed") == curves["seed"].min())
-        for (bsz,), run in canonical.group_by("batch_size"):
-            validation[int(bsz)] = run.sort("iteration").select(
-                "progress", "iteration", "metric", "grad_sqr", "grad_var", "samples", "wall_time")
+    if curves.height and "reached" not in curves.columns:
+        curves = curves.with_columns(
+            reached_target(curves, meta.target, meta.higher_is_better).alias("reached"))
+    validation, excluded = select_validation(curves)
     try:
         perf = fit_perf(summary)
     except Exception as exc:  # a failed fit must not lose an hour of measurements
@@ -126,6 +126,32 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
                               for k, v in c.items()} for c in cells]},
         "curves": {"by_batch_size": curve_summary(curves, meta), "runs": runs or []},
         "validation_seed": int(curves["seed"].min()) if curves.height else None,
+        "validation_excluded": excluded,
     }
     timings = raw.drop("type") if "type" in raw.columns else raw
-    return CpuProfile(meta, placements, validation, info, timings)
+    long = None
+    if curves.height:
+        long = with_phi(curves, meta.init_batch_size).drop("type", strict=False).sort(
+            "batch_size", "seed", "iteration")
+    return CpuProfile(meta, placements, validation, info, timings, curves=long)
+
+
+def select_validation(curves: pl.DataFrame) -> tuple[dict[int, pl.DataFrame], dict[str, str]]:
+    """The seed-0 curves that reached the target become ``validation-<M>.csv``.
+
+    A curve cut short by the time budget is left out (it stays in curves.csv):
+    the simulator aligns rows by index over all batch sizes, so a short curve
+    would truncate every other one, and its missing completion would read as
+    "completes at its last row". If no curve reached the target (quick mode),
+    all seed-0 curves are kept so that the profile still loads.
+    """
+    if curves.height == 0:
+        return {}, {}
+    canonical = curves.filter(pl.col("seed") == curves["seed"].min())
+    runs = {int(b): g.sort("iteration") for (b,), g in canonical.group_by("batch_size")}
+    reached = {b: g for b, g in runs.items() if g["reached"].any()}
+    keep = reached or runs
+    cols = ["progress", "iteration", "metric", "grad_sqr", "grad_var", "samples", "wall_time"]
+    excluded = {str(b): f"target not reached in {g.height} validation rows (time budget)"
+                for b, g in runs.items() if b not in keep}
+    return {b: g.select(cols) for b, g in keep.items()}, excluded

@@ -9,8 +9,10 @@ target (:mod:`coadapt.profiling.curves`). Then one folder per type is written
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -55,7 +57,7 @@ def job_types(names: list[str] | None = None) -> list[Any]:
         return list(by_name.values())
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise SystemExit(f"unknown job type(s) {', '.join(unknown)}; "
+        raise ValueError(f"--types: unknown job type(s) {', '.join(unknown)}; "
                          f"known: {', '.join(by_name)}")
     return [by_name[n] for n in names]
 
@@ -82,7 +84,8 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
              len(cells), grid.repeats, n_runs, grid.warmup, grid.steps)
     with ProgressBar(total=n_runs, items=n_runs, label="timing", unit="runs") as bar:
         raw = measure_grid(cells, grid, bar=bar,
-                           deadline=begin + settings.budget_s * settings.timing_share)
+                           deadline=begin + settings.budget_s * settings.timing_share,
+                           max_total_wait=settings.budget_s * 0.1)
     kept = mark_contention(drop_warmup(raw, grid.warmup))
     summary = summarize_cells(kept)
     timing_wall = time.monotonic() - begin
@@ -112,19 +115,22 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
                                 meta_settings, runs)
         folder = write_cpu_profile(out / job.name, profile)
         if settings.plots:
-            _plots(folder, summary.filter(mine), job_curves, profile.meta.init_batch_size)
+            _plots(folder, summary.filter(mine), job_curves, profile.meta.init_batch_size,
+                   profile.meta.target)
         written[job.name] = folder
         log.info("wrote %s", folder)
     return written
 
 
-def _plots(folder: Path, summary: pl.DataFrame, curves: pl.DataFrame, m0: int) -> None:
+def _plots(folder: Path, summary: pl.DataFrame, curves: pl.DataFrame, m0: int,
+           target: float | None) -> None:
     from coadapt.profiling.plots import plot_efficiency, plot_throughput
 
     try:
         plot_throughput(summary, folder / "throughput.png", f"{folder.name}: throughput")
         if curves.height:
-            plot_efficiency(curves, m0, folder / "efficiency.png", f"{folder.name}: noise scale")
+            plot_efficiency(curves, m0, folder / "efficiency.png", f"{folder.name}: noise scale",
+                            target)
     except Exception as exc:  # a plot must never cost the measurements
         log.warning("%s: plotting failed: %s", folder.name, exc)
 
@@ -133,18 +139,48 @@ def handler(args: argparse.Namespace) -> int:
     """Entry point of ``coadapt profile``; returns the process exit code."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # profiling runs for minutes: its own progress logs show by default (-v not needed)
+    prof_log = logging.getLogger("coadapt.profiling")
+    if prof_log.getEffectiveLevel() > logging.INFO:
+        prof_log.setLevel(logging.INFO)
     # the worker groups log every launch at INFO; the progress bar already says what runs
     logging.getLogger("coadapt.jobs").setLevel(logging.WARNING)
     names = [n.strip() for n in args.types.split(",") if n.strip()] if args.types else None
-    jobs = job_types(names)
+    try:
+        jobs = job_types(names)
+        for flag in ("repeats", "seeds", "workers_max", "budget"):
+            value = getattr(args, flag)
+            if value is not None and value <= 0:
+                raise ValueError(f"--{flag.replace('_', '-')}: must be positive, got {value}")
+    except ValueError as exc:
+        print(f"coadapt profile: {exc}", file=sys.stderr)
+        return 2
     settings = settings_from_args(args)
     started = time.monotonic()
     log.info("profiling %s (%s mode) into %s", ", ".join(j.name for j in jobs),
              "quick" if settings.quick else "full", args.out)
-    written = run_profile(jobs, settings, Path(args.out))
+    out = Path(args.out)
+    if settings.quick:
+        full = [j.name for j in jobs if _is_full_profile(out / j.name)]
+        if full:
+            log.warning("quick mode overwrites full profiles in %s: %s (use another --out "
+                        "to keep them)", out, ", ".join(full))
+    written = run_profile(jobs, settings, out)
     log.info("profile done in %.0fs: %s", time.monotonic() - started,
              ", ".join(str(p) for p in written.values()))
-    return 0
+    unusable = [name for name, folder in written.items() if not list(folder.glob("validation-*"))]
+    if unusable:
+        log.error("no runs to target for %s: the simulator cannot load these profiles",
+                  ", ".join(unusable))
+    return 1 if unusable or len(written) < len(jobs) else 0
+
+
+def _is_full_profile(folder: Path) -> bool:
+    try:
+        doc = json.loads((folder / "profile.json").read_text(encoding="utf-8"))
+        return doc.get("timing", {}).get("quick") is False
+    except (OSError, ValueError):
+        return False
 
 
 def register(subparsers: Any) -> None:

@@ -71,6 +71,7 @@ class CpuProfile:
     info: dict[str, Any] = field(default_factory=dict)  # the rest of profile.json
     timings: pl.DataFrame | None = None
     path: Path | None = None
+    curves: pl.DataFrame | None = None  # every run to target, all seeds (long form)
 
 
 def machine_info() -> dict[str, Any]:
@@ -116,8 +117,11 @@ def write_cpu_profile(out_dir: str | Path, profile: CpuProfile) -> Path:
         frame.select(vcols).write_csv(out / name)
         files["validation"][str(int(bsz))] = name
     if profile.timings is not None:
-        profile.timings.write_csv(out / "timings.csv", float_precision=7)
+        profile.timings.write_csv(out / "timings.csv", float_precision=6)
         files["timings"] = "timings.csv"
+    if profile.curves is not None and profile.curves.height:
+        profile.curves.write_csv(out / "curves.csv")
+        files["curves"] = "curves.csv"
     doc = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "job": asdict(profile.meta)}
     doc.update({k: v for k, v in profile.info.items() if k not in ("format", "version", "job")})
     doc.setdefault("machine", machine_info())
@@ -228,10 +232,10 @@ def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuPr
         validation[int(match.group(1))] = frame
     if not validation and require_validation:
         raise ProfileError(f"{root}: no validation-<M>.csv files")
-    timings = None
-    if (root / "timings.csv").is_file():
-        timings = pl.read_csv(root / "timings.csv")
-    return CpuProfile(meta, placements, validation, doc, timings, root)
+    extra = {name: pl.read_csv(root / f"{name}.csv") for name in ("timings", "curves")
+             if (root / f"{name}.csv").is_file()}
+    return CpuProfile(meta, placements, validation, doc, extra.get("timings"), root,
+                      extra.get("curves"))
 
 
 def to_app_profile(profile: CpuProfile) -> AppProfile:

@@ -87,7 +87,7 @@ class RunRecord:
 
     run: CurveRun
     tier: str
-    status: str = "pending"  # reached | capped | skipped
+    status: str = "pending"  # reached | capped | skipped | failed
     max_steps: int | None = None
     wall_s: float = 0.0
     launches: int = 0
@@ -156,19 +156,28 @@ class CurvePlanner:
     def _run(self, rec: RunRecord, share: float, bar: ProgressBar | None) -> None:
         job, run = self.jobs[rec.run.type], rec.run
         steps = self.model.max_steps(job, run.workers, run.batch_size, share)
-        min_steps = math.ceil(job.eval_every * 2 / (run.batch_size / job.init_batch_size))
+        # a useful curve has at least 2 validation rows (1 in quick mode); progress per
+        # step is at most S, so this is a lower bound on the steps that takes
+        rows = 1 if self.quick else 2
+        min_steps = math.ceil(job.eval_every * rows / (run.batch_size / job.init_batch_size))
         if rec.tier == "core" and run.batch_size == job.init_batch_size:
             steps = max(steps, min_steps)  # never skip M0: without it no profile loads
         if steps < min_steps:
             rec.status = "skipped"
-            log.warning("%s: skipped, %.0fs of budget left for it is too little", run.label(),
-                        share)
+            log.warning("%s: skipped, its share of the time budget (%.0fs) is too small",
+                        run.label(), max(share, 0.0))
             return
         if bar is not None:
             bar.note(f"{run.label()} (<= {steps} steps)")
         t0 = time.monotonic()
-        events = self.runner(run, steps, self._base(run), False, None)
-        self._account(rec, events, time.monotonic() - t0, steps)
+        try:
+            events = self.runner(run, steps, self._base(run), False, None)
+        except (RuntimeError, ValueError, OSError) as exc:  # one bad run, not the profile
+            rec.status = "failed"
+            rec.wall_s = time.monotonic() - t0
+            log.error("%s failed: %s", run.label(), exc)
+        else:
+            self._account(rec, events, time.monotonic() - t0, steps)
         if bar is not None:
             bar.advance(1.0)
 
@@ -218,7 +227,11 @@ class CurvePlanner:
                 bar.note(f"extend {run.label()} (+{steps} steps)")
             never = 1e9 if job.higher_is_better else -1e9
             t0 = time.monotonic()
-            events = self.runner(run, steps, self._base(run), True, never)
+            try:
+                events = self.runner(run, steps, self._base(run), True, never)
+            except (RuntimeError, ValueError, OSError) as exc:  # keep the curve we have
+                log.error("extending %s failed: %s", run.label(), exc)
+                continue
             self._account(rec, events, time.monotonic() - t0, steps)
             rec.status = "reached"
 

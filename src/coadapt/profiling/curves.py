@@ -91,11 +91,12 @@ def run_group_curve_runner(run: CurveRun, max_steps: int | None, base: Path,
 
 
 def validation_table(events: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    """One row per validation event, joined to the last optimizer step before it.
+    """One row per validation event, joined to the optimizer step it followed.
 
-    ``grad_sqr``/``grad_var`` are the job's smoothed estimates at that step, the
-    values the AdaptDL traces record per epoch; ``wall_time`` is seconds since
-    the first event of the run.
+    The join is on the step number the validation event carries (on time when
+    it does not). ``grad_sqr``/``grad_var`` are the job's smoothed estimates at
+    that step, the values the AdaptDL traces record per epoch; ``wall_time`` is
+    seconds since the first event of the run.
     """
     obs = observations_frame(events)
     vals = [e for e in events if e.get("kind") == "validation"]
@@ -104,13 +105,18 @@ def validation_table(events: Sequence[dict[str, Any]]) -> pl.DataFrame:
     t0 = min(float(e["t"]) for e in events if "t" in e)
     val = pl.DataFrame(
         {"vt": [float(e["t"]) for e in vals], "vprogress": [float(e["progress"]) for e in vals],
-         "metric": [float(e["metric"]) for e in vals]}
+         "metric": [float(e["metric"]) for e in vals],
+         "vstep": [e.get("step") for e in vals]}, schema_overrides={"vstep": pl.Int64},
     ).sort("vt")
-    if "t" not in obs.columns:
-        raise ValueError("observation events lack field 't'")
-    obs = obs.with_columns(pl.col("t").cast(pl.Float64)).sort("t")
-    joined = val.join_asof(obs, left_on="vt", right_on="t", strategy="backward")
-    return joined.select(
+    if val["vstep"].null_count() == 0 and "step" in obs.columns:
+        obs = obs.with_columns(pl.col("step").cast(pl.Int64)).unique("step", keep="last")
+        joined = val.join(obs, left_on="vstep", right_on="step", how="left", coalesce=False)
+    elif "t" in obs.columns:
+        obs = obs.with_columns(pl.col("t").cast(pl.Float64)).sort("t")
+        joined = val.join_asof(obs, left_on="vt", right_on="t", strategy="backward")
+    else:
+        raise ValueError("validation events lack 'step' and observation events lack 't'")
+    return joined.sort("vt").select(
         pl.col("vprogress").alias("progress"),
         pl.col("step").fill_null(0).cast(pl.Int64).alias("iteration"),
         "metric",

@@ -190,7 +190,7 @@ def measure_grid(cells: Sequence[Cell], settings: GridSettings,
     """
     order = schedule(cells, settings.repeats, settings.seed)
     frames = []
-    skipped, waited = 0, 0.0
+    skipped, failed, waited = 0, 0, 0.0
     with tempfile.TemporaryDirectory(prefix="coadapt-timing-") as tmp:
         wd = Path(workdir) if workdir is not None else Path(tmp)
         wd.mkdir(parents=True, exist_ok=True)
@@ -203,7 +203,14 @@ def measure_grid(cells: Sequence[Cell], settings: GridSettings,
             if bar is not None:
                 bar.note(f"{cell.label()} run {repeat + 1}/{settings.repeats}")
             wait = min(settings.quiet_wait, max(max_total_wait - waited, 0.0))
-            frame = measure_cell(cell, repeat, settings, wd, runner, wait=wait)
+            try:
+                frame = measure_cell(cell, repeat, settings, wd, runner, wait=wait)
+            except (RuntimeError, ValueError, OSError) as exc:  # one bad run, not the grid
+                log.error("%s run %d failed: %s", cell.label(), repeat, exc)
+                failed += 1
+                if bar is not None:
+                    bar.advance(1.0)
+                continue
             waited += float(frame["quiet_wait"][0])
             frames.append(frame.with_columns(pl.lit(i).alias("order")))
             log.debug("%s run %d: median step %.4fs", cell.label(), repeat,
@@ -212,6 +219,10 @@ def measure_grid(cells: Sequence[Cell], settings: GridSettings,
                 bar.advance(1.0)
     if skipped:
         log.warning("timing grid: %d repeat runs skipped to keep to the time budget", skipped)
+    if failed:
+        log.error("timing grid: %d of %d runs failed", failed, len(order))
+    if not frames:
+        raise RuntimeError("timing grid: every run failed; see the errors above")
     raw = pl.concat(frames, how="vertical_relaxed")
     if waited:
         log.info("timing grid: waited %.0fs in total for other processes to go quiet", waited)

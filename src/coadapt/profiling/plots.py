@@ -49,7 +49,7 @@ def plot_throughput(summary: pl.DataFrame, path: Path, title: str) -> Path:
 
 
 def plot_efficiency(curves: pl.DataFrame, init_batch_size: int, path: Path,
-                    title: str) -> Path:
+                    title: str, target: float | None = None) -> Path:
     """phi along progress and metric against samples, one line per (batch size, seed)."""
     import seaborn as sns
 
@@ -66,6 +66,8 @@ def plot_efficiency(curves: pl.DataFrame, init_batch_size: int, path: Path,
         axes[0].plot(g["progress"], g["phi"], style, color=palette[bsz], label=label)
         axes[1].plot(g["samples"], g["metric"], style, color=palette[bsz], label=label)
     axes[0].set(yscale="log", xlabel="progress (iterations at M0)", ylabel="phi = M0 var/sqr")
+    if target is not None:
+        axes[1].axhline(target, color="grey", linestyle="--", linewidth=1, label="target")
     axes[1].set(xscale="log", xlabel="samples", ylabel="validation metric")
     axes[0].legend(frameon=False, fontsize=7)
     fig.suptitle(f"{title} (dotted: other seeds)")

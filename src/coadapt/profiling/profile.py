@@ -225,10 +225,12 @@ class AppProfile:
         return hit
 
     def remaining_iterations(self, batch_size: float, epoch: int) -> float:
-        """Oracle: optimizer steps still needed at batch M from the start of ``epoch``."""
+        """Oracle: optimizer steps left at batch M for a job that has finished
+        ``epoch`` epochs, as Optimus+Oracle estimates it in the Pollux study
+        (steps at the end of the final epoch minus those at the end of epoch
+        index ``epoch``)."""
         final = self.completion_epoch(batch_size)
-        done = self.iterations(batch_size, epoch - 1) if epoch > 0 else 0.0
-        return max(self.iterations(batch_size, final) - done, 0.0)
+        return max(self.iterations(batch_size, final) - self.iterations(batch_size, epoch), 0.0)
 
     def split_batch(self, batch_size: int, replicas: int) -> tuple[int, int]:
         """(micro-batch, accumulation steps) for a fixed total batch on R replicas."""

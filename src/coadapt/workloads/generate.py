@@ -1,0 +1,125 @@
+"""Workload generator after the Pollux study (its simulator's ``workload.py``).
+
+Jobs arrive over a daytime window; each job's size class (by GPU-time) picks
+its job type; its requested (replicas, batch) is a "hand-tuned" configuration:
+drawn uniformly from those a practitioner would pick, i.e. whose estimated
+JCT is under 12 h and whose scaling efficiency base/(R*JCT_R) is in (0.5, 0.8).
+Arrivals and classes come from the Philly trace when its path is given, or
+from a seeded parametric model (Poisson arrivals, class mix) otherwise, so a
+workload can be made without shipping any trace.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from coadapt.policies.estimates import packed_placement
+from coadapt.profiling.profile import AppProfile
+
+CLASSES = ("small", "medium", "large", "xlarge")
+# GPU-hour bounds of the classes in the Pollux study.
+CLASS_BOUNDS_H = (1.0, 10.0, 100.0)
+# The Pollux study's mapping from class to application.
+ADAPTDL_CLASSES = {"small": ("cifar10", "ncf"), "medium": ("deepspeech2", "bert"),
+                   "large": ("yolov3",), "xlarge": ("imagenet",)}
+
+
+@dataclass(frozen=True)
+class Arrival:
+    time: float
+    size_class: str
+
+
+def philly_arrivals(path: Path, start_hour: int = 2, hours: int = 8) -> list[Arrival]:
+    """Jobs of the Philly trace (duration >= 60 s, < 1000 GPU-hours) whose
+    shifted time of day falls in the window; arrival = seconds into it."""
+    out = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            duration, gpu_time = float(row["duration"]), float(row["gpu_time"])
+            if duration < 60 or gpu_time >= 1000 * 3600:
+                continue
+            ts = datetime.strptime(row["timestamp"], "%Y-%m-%d %H:%M:%S")
+            hour = (ts.hour - start_hour) % 24
+            if hour >= hours:
+                continue
+            t = hour * 3600 + ts.minute * 60 + ts.second
+            k = int(np.searchsorted(CLASS_BOUNDS_H, gpu_time / 3600, side="right"))
+            out.append(Arrival(float(t), CLASSES[k]))
+    return out
+
+
+def parametric_arrivals(n: int, window_s: float, mix: dict[str, float],
+                        rng: np.random.Generator) -> list[Arrival]:
+    """n arrivals uniform over the window (a Poisson process conditioned on n)."""
+    names = list(mix)
+    p = np.array([mix[c] for c in names], dtype=float)
+    times = np.sort(rng.uniform(0, window_s, n)).round()
+    classes = rng.choice(names, size=n, p=p / p.sum())
+    return [Arrival(float(t), str(c)) for t, c in zip(times, classes, strict=True)]
+
+
+def configurations(profile: AppProfile, per_node: int, total_slots: int,
+                   lo: float = 0.5, hi: float = 0.8) -> list[tuple[int, int]]:
+    """(replicas, batch) a practitioner would pick: best validated batch per R,
+    kept when JCT < 12 h and scaling efficiency is in (lo, hi)."""
+    out, base = [], None
+    for r in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48):
+        if r > total_slots or r > profile.max_replicas or \
+                r * profile.min_local_bsz > profile.max_batch_size:
+            break
+        best = None
+        for batch in sorted(profile.validation):
+            local = math.ceil(batch / r - 1e-8)
+            if local < profile.min_local_bsz:
+                continue
+            accum = math.ceil(local / profile.max_local_bsz - 1e-8) - 1
+            micro = math.ceil(local / (accum + 1) - 1e-8)
+            step, sync = profile.throughput(packed_placement(r, per_node), micro)
+            step += accum * (step - sync)
+            jct = profile.iterations(batch, profile.completion_epoch(batch)) * step
+            if best is None or jct < best[0]:
+                best = (jct, batch)
+        if best is None:
+            continue
+        if r == 1:
+            base = best
+        elif base is not None and best[0] < 12 * 3600 and lo < base[0] / best[0] / r < hi:
+            out.append((r, best[1]))
+    if not out and base is not None:
+        out.append((1, base[1]))
+    return out
+
+
+def generate(arrivals: list[Arrival], n: int, profiles: dict[str, AppProfile],
+             classes: dict[str, tuple[str, ...]], per_node: int, total_slots: int,
+             rng: np.random.Generator) -> list[tuple[str, float, str, int, int]]:
+    """Sample n arrivals and give each a job type and a tuned configuration."""
+    pick = rng.choice(len(arrivals), size=min(n, len(arrivals)), replace=False)
+    chosen = sorted((arrivals[i] for i in pick), key=lambda a: a.time)
+    configs = {app: configurations(p, per_node, total_slots) for app, p in profiles.items()}
+    rows = []
+    for idx, a in enumerate(chosen):
+        apps = [x for x in classes.get(a.size_class, ()) if x in profiles]
+        if not apps:
+            raise ValueError(f"no job type for size class {a.size_class!r}; "
+                             f"give one with --classes {a.size_class}=TYPE")
+        app = str(rng.choice(apps))
+        r, b = configs[app][int(rng.integers(len(configs[app])))]
+        rows.append((f"{app}-{idx}", a.time, app, r, b))
+    return rows
+
+
+def write_workload(path: Path, rows: list[tuple[str, float, str, int, int]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["name", "time", "application", "num_replicas", "batch_size"])
+        for name, t, app, r, b in rows:
+            w.writerow([name, int(t), app, r, b])
