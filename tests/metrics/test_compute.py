@@ -45,5 +45,5 @@ def test_summary_by_hand():
 
 def test_timeline_goodput_steps():
     line = timeline(EVENTS)
-    at = dict(zip(line["t"].to_list(), line["goodput"].to_list()))
+    at = dict(zip(line["t"].to_list(), line["goodput"].to_list(), strict=False))
     assert at[0] == 0 and at[10] == 10.0 and at[100] == 5.0 and at[200] == 0.0

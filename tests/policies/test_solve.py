@@ -6,12 +6,12 @@ from coadapt.policies.solve import min_sum_allocation
 
 
 def brute(costs, capacity):
-    best, arg = np.inf, None
+    best, _arg = np.inf, None
     for combo in itertools.product(*[range(len(c)) for c in costs]):
         if sum(combo) <= capacity:
-            v = sum(c[r] for c, r in zip(costs, combo))
+            v = sum(c[r] for c, r in zip(costs, combo, strict=False))
             if v < best:
-                best, arg = v, combo
+                best, _arg = v, combo
     return best
 
 
@@ -28,7 +28,7 @@ def test_dp_matches_brute_force_on_random_problems():
             costs.append(c)
         out = min_sum_allocation(costs, cap)
         assert sum(out) <= cap
-        got = sum(c[r] for c, r in zip(costs, out))
+        got = sum(c[r] for c, r in zip(costs, out, strict=False))
         assert np.isclose(got, brute(costs, cap))
 
 
