@@ -5,42 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import polars as pl
 import pytest
+from toyprofile import make_toy
 
 from coadapt.profiling.profile import AppProfile
 
 REFERENCE = Path(os.environ.get(
     "COADAPT_REFERENCE", Path(__file__).resolve().parents[1] / "../shared/reference/adaptdl"))
-
-
-def toy_step(nodes: int, replicas: int, m: float) -> tuple[float, float]:
-    """Ground-truth step/sync time of the toy job type."""
-    sync = 0.0 if replicas == 1 else (0.02 if nodes > 1 else 0.005) + 0.001 * (replicas - 2)
-    return 0.01 + 0.001 * m + sync, sync
-
-
-def make_toy(name: str = "toy", epochs: int = 10, grad_var: float = 4.0) -> AppProfile:
-    rows = []
-    for placement in ("1", "2", "4", "11", "22", "44"):
-        n, r = len(placement), sum(map(int, placement))
-        for m in (8, 16, 32, 64):
-            st, sy = toy_step(n, r, m)
-            rows.append({"placement": placement, "local_bsz": m, "step_time": st,
-                         "sync_time": sy})
-    validation = {}
-    for batch in (32, 128, 512):
-        validation[batch] = pl.DataFrame({
-            "progress": [100.0 * (e + 1) for e in range(epochs)],
-            "iteration": [100.0 * (e + 1) * 32 / batch * 2 for e in range(epochs)],
-            "metric": [0.5 + 0.04 * e for e in range(epochs)],
-            "grad_sqr": [1.0] * epochs,
-            "grad_var": [grad_var] * epochs,
-        })
-    return AppProfile(name=name, init_batch_size=32, max_batch_size=512, min_local_bsz=8,
-                      max_local_bsz=64, max_replicas=16, placements=pl.DataFrame(rows),
-                      scalability=None, validation=validation, completion_epochs=epochs,
-                      source="toy")
 
 
 @pytest.fixture
@@ -53,3 +24,13 @@ def reference_dir() -> Path:
     if not (REFERENCE / "traces").is_dir():
         pytest.skip(f"reference data not found at {REFERENCE}")
     return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def reference_apps() -> dict[str, AppProfile]:
+    """The reference GPU profiles, loaded once per test session."""
+    if not (REFERENCE / "traces").is_dir():
+        pytest.skip(f"reference data not found at {REFERENCE}")
+    from coadapt.profiling.adaptdl import load_adaptdl
+
+    return load_adaptdl(REFERENCE)

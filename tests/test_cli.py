@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import make_toy
+from toyprofile import make_toy
 
 from coadapt.cli import main
 

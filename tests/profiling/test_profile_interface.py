@@ -1,7 +1,6 @@
 import pytest
-from conftest import make_toy, toy_step
+from toyprofile import make_toy, toy_step
 
-from coadapt.profiling.adaptdl import load_adaptdl
 from coadapt.profiling.profile import normalize_placement
 
 
@@ -31,8 +30,8 @@ def test_epochs_and_completion_follow_the_reference_rules():
     assert p.remaining_iterations(32, 0) == pytest.approx(p.iterations(32, 9) - p.iterations(32, 0))
 
 
-def test_reference_profiles_load(reference_dir):
-    apps = load_adaptdl(reference_dir)
+def test_reference_profiles_load(reference_apps):
+    apps = reference_apps
     assert set(apps) == {"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
     c = apps["cifar10"]
     assert (c.init_batch_size, c.max_batch_size, c.num_epochs) == (128, 4096, 100)

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import make_toy, toy_step
+from toyprofile import make_toy, toy_step
 
 from coadapt.eventlog import EventLog, read_events
 from coadapt.models.goodput import gain

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from coadapt.profiling.adaptdl import load_adaptdl
 from coadapt.sim.cluster import ClusterSpec
 from coadapt.sim.run import SimSettings, simulate_policy
 from coadapt.workloads import load_workload
@@ -13,16 +12,16 @@ from coadapt.workloads.workload import Workload
 SETTINGS = SimSettings(ClusterSpec.parse("16x4"), show_progress=False)
 
 
-def test_tiresias_matches_reference_on_workload_6(reference_dir, tmp_path):
-    apps = load_adaptdl(reference_dir)
+def test_tiresias_matches_reference_on_workload_6(reference_dir, reference_apps, tmp_path):
+    apps = reference_apps
     wl = load_workload(str(reference_dir / "workloads" / "workload-6.csv"), set(apps))
     s = simulate_policy(wl, apps, "tiresias", SETTINGS, tmp_path)
     assert s["completed"] == 160
     assert s["avg_jct"] == pytest.approx(3469.7, rel=0.10)  # reference simulator: 3469.69 s
 
 
-def test_pollux_beats_tiresias_on_a_light_slice(reference_dir, tmp_path):
-    apps = load_adaptdl(reference_dir)
+def test_pollux_beats_tiresias_on_a_light_slice(reference_dir, reference_apps, tmp_path):
+    apps = reference_apps
     wl = load_workload(str(reference_dir / "workloads" / "workload-6.csv"), set(apps))
     small = [j for j in wl.jobs if j.application in ("cifar10", "ncf", "bert")][:30]
     sub = Workload("w6-slice", Path(wl.path), tuple(small))

@@ -1,10 +1,9 @@
 import csv
 
 import numpy as np
-from conftest import make_toy
+from toyprofile import make_toy
 
 from coadapt.cli import main
-from coadapt.profiling.adaptdl import load_adaptdl
 from coadapt.workloads import load_workload
 from coadapt.workloads.generate import (
     ADAPTDL_CLASSES,
@@ -14,8 +13,8 @@ from coadapt.workloads.generate import (
 )
 
 
-def test_tuned_configurations_match_the_published_workloads(reference_dir):
-    apps = load_adaptdl(reference_dir)
+def test_tuned_configurations_match_the_published_workloads(reference_dir, reference_apps):
+    apps = reference_apps
     published = set()
     for path in sorted((reference_dir / "workloads").glob("workload-*.csv")):
         with open(path) as fh:
@@ -37,10 +36,10 @@ def test_parametric_generator_is_seeded_and_loadable(tmp_path):
     assert times == sorted(times) and 0 <= times[0] and times[-1] <= 3600
 
 
-def test_cli_generate_writes_a_valid_workload(tmp_path, reference_dir):
+def test_cli_generate_writes_a_valid_workload(tmp_path, reference_dir, reference_apps):
     out = tmp_path / "w.csv"
     code = main(["workload", "generate", "--profiles", f"adaptdl:{reference_dir}",
                  "--jobs", "30", "--seed", "5", "--out", str(out)])
     assert code == 0
-    wl = load_workload(str(out), set(load_adaptdl(reference_dir)))
+    wl = load_workload(str(out), set(reference_apps))
     assert len(wl.jobs) == 30
