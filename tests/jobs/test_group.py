@@ -65,6 +65,16 @@ def test_verify_confirms_and_denies(completed) -> None:
     assert not verify(ckpt, target=NEVER).reached
 
 
+def test_verify_command_exit_codes(completed, capsys: pytest.CaptureFixture[str]) -> None:
+    from coadapt.jobs.__main__ import main
+
+    ckpt, _, _ = completed
+    assert main(["verify", str(ckpt)]) == 0
+    assert "REACHED" in capsys.readouterr().out
+    assert main(["verify", str(ckpt), "--target", str(NEVER)]) == 1
+    assert "NOT reached" in capsys.readouterr().out
+
+
 def test_sigterm_checkpoints_and_resume_with_new_size(tmp_path: Path) -> None:
     ckpt, ev = tmp_path / "ckpt", tmp_path / "events.jsonl"
     proc = cli("run", JOB, "-k", "2", "--batch", "64", "--ckpt", str(ckpt), "--events", str(ev),

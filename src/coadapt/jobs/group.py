@@ -82,6 +82,15 @@ def _preexec_verify() -> None:
 
 
 class Group:
+    """One launch of a job's worker group.
+
+    ``start()``, then ``poll()`` periodically (or ``wait()``); ``request_stop()``
+    for a graceful stop (checkpoint, exit 0), ``kill()`` for a hard one. Config
+    errors raise ConfigError from the constructor. The thread that calls
+    ``start()`` must outlive the group: the workers' PDEATHSIG fires when the
+    thread that forked them exits.
+    """
+
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.job = get_job_type(cfg.job_type)

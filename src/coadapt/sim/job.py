@@ -52,8 +52,10 @@ class SimJob:
     _stale: bool = False  # observations the fitted model does not explain yet
     _fit_at: float = -np.inf
 
-    # An AdaptDL agent refits its throughput model periodically, not per step.
+    # An AdaptDL agent refits its throughput model periodically, not per step,
+    # and only observations the model mispredicts by > 5% make it stale.
     REFIT_INTERVAL = 30.0
+    REFIT_TOLERANCE = 0.05
 
     @property
     def name(self) -> str:
@@ -103,7 +105,8 @@ class SimJob:
         if key not in self._observed:
             self._observed[key] = (step, sync)
             self.max_observed_replicas = max(self.max_observed_replicas, self.replicas)
-            if self._perf is None or not predicts_well(self._perf, *key, step, sync):
+            if self._perf is None or not predicts_well(self._perf, *key, step, sync,
+                                                        tol=self.REFIT_TOLERANCE):
                 self._stale = True
         changed = self.refit(t)
         if self._grad is None or (self._grad.sqr, self._grad.var) != (sqr, var):
