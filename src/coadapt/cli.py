@@ -20,7 +20,7 @@ examples:
       --profiles adaptdl:../shared/reference/adaptdl --policy pollux --cluster 16x4
   coadapt report out/sim
   coadapt profile --quick
-  coadapt job run mlp-digits --workers 2 --batch 256 --ckpt /tmp/ck
+  coadapt job run mlp-mnist1d --workers 2 --batch 128 --ckpt /tmp/ck
 """
 
 

@@ -82,7 +82,8 @@ class BatchPlan:
 def plan_batch(job: JobType, workers: int, batch_size: int) -> BatchPlan:
     """Split a requested batch over workers and accumulation steps.
 
-    Accumulation steps s = ceil(M / (R * max_local_bsz)) - 1; the micro-batch is
+    Accumulation steps s = ceil(M / (R * max_local_bsz)) - 1, at least 1 for one
+    worker above M0 (so that K = R*(s+1) >= 2); the micro-batch is
     M / (R * (s+1)) rounded to the nearest integer, so the batch actually run
     can differ from the request by less than R * (s+1) samples.
     """
@@ -99,6 +100,11 @@ def plan_batch(job: JobType, workers: int, batch_size: int) -> BatchPlan:
             "batch", f"{batch_size} exceeds max_batch_size {job.max_batch_size} of job type "
             f"{job.name}; lower the batch")
     accum = math.ceil(batch_size / (workers * job.max_local_bsz))
+    if workers == 1 and batch_size > job.init_batch_size and batch_size >= 2 * job.min_local_bsz:
+        # One worker above M0 takes at least two micro-batches per step, so the
+        # gradient noise is estimated from independent micro-batches (as AdaptDL
+        # does); the two-consecutive-steps estimator is biased by momentum.
+        accum = max(accum, 2)
     local = round(batch_size / (workers * accum))
     local = max(job.min_local_bsz, min(job.max_local_bsz, local))
     if workers * local * accum > job.max_batch_size:

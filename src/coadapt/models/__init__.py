@@ -1,12 +1,5 @@
-"""The Pollux goodput model: throughput, statistical efficiency, speedup."""
+"""The Pollux goodput model (``goodput``) and gradient statistics (``gradstats``).
 
-from coadapt.models.goodput import (
-    GoodputModel,
-    GradParams,
-    PerfParams,
-    efficiency,
-    fit_perf_params,
-    gain,
-)
-
-__all__ = ["GoodputModel", "GradParams", "PerfParams", "efficiency", "fit_perf_params", "gain"]
+Import the submodules directly: this package stays empty so that training
+workers, which need only ``gradstats``, do not pay for importing scipy.
+"""
