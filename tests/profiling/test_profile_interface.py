@@ -36,3 +36,22 @@ def test_reference_profiles_load(reference_apps):
     c = apps["cifar10"]
     assert (c.init_batch_size, c.max_batch_size, c.num_epochs) == (128, 4096, 100)
     assert apps["yolov3"].max_local_bsz == 8 and apps["ncf"].max_replicas == 1
+
+
+def test_target_profile_extends_a_run_stopped_early():
+    import polars as pl
+
+    from coadapt.profiling.profile import AppProfile
+
+    base = make_toy(epochs=6)
+    val = dict(base.validation)
+    val[512] = val[512].head(3)  # stopped before the target
+    val[32] = val[32].with_columns(pl.Series("metric", [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]))
+    p = AppProfile(**{**{f: getattr(base, f) for f in (
+        "name", "init_batch_size", "max_batch_size", "min_local_bsz", "max_local_bsz",
+        "max_replicas", "placements", "scalability", "source")}, "validation": val,
+        "completion_epochs": None, "target": 0.9, "higher_is_better": True})
+    assert p.num_epochs == 6
+    assert p.completion_epoch(32) == 4  # 5th validation reaches 0.9
+    assert p.completion_epoch(512) == 5  # never reached: runs to the last row
+    assert list(p.epoch_progress) == [0, 100, 200, 300, 400, 500, 600]

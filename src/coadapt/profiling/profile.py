@@ -150,20 +150,39 @@ class AppProfile:
         return np.array(sorted(self.validation), dtype=float)
 
     @cached_property
+    def _rows(self) -> int:
+        """Epochs common to all batch sizes. Fixed-epoch profiles (AdaptDL) use
+        the shortest table, as the reference does; target-based profiles use
+        the longest, since a large-batch run may have been stopped early."""
+        heights = [df.height for df in self.validation.values()]
+        return max(heights) if self.target is not None else min(heights)
+
+    @cached_property
     def num_epochs(self) -> int:
-        n = min(df.height for df in self.validation.values())
+        n = self._rows
         return min(n, self.completion_epochs) if self.completion_epochs else n
 
     @cached_property
     def _tables(self) -> dict[str, np.ndarray]:
-        """Per column, an array [batch_size index, epoch] over the common epochs."""
-        n = min(df.height for df in self.validation.values())
-        out = {}
-        for col in ("progress", "iteration", "metric", "grad_sqr", "grad_var"):
-            out[col] = np.stack(
-                [self.validation[int(b)][col].to_numpy()[:n].astype(float) for b in self.batch_sizes]
-            )
-        return out
+        """Per column, an array [batch_size index, epoch]. A shorter table is
+        extended: progress and iterations at its last rate, metric and
+        gradient statistics held at their last values."""
+        n = self._rows
+        out: dict[str, list[np.ndarray]] = {c: [] for c in
+                                            ("progress", "iteration", "metric", "grad_sqr", "grad_var")}
+        for b in self.batch_sizes:
+            df = self.validation[int(b)]
+            for col in out:
+                v = df[col].to_numpy().astype(float)[:n]
+                if len(v) < n:
+                    extra = np.arange(1, n - len(v) + 1)
+                    if col in ("progress", "iteration"):
+                        step = v[-1] / len(v)
+                        v = np.concatenate([v, v[-1] + step * extra])
+                    else:
+                        v = np.concatenate([v, np.full(len(extra), v[-1])])
+                out[col].append(v)
+        return {c: np.stack(v) for c, v in out.items()}
 
     @cached_property
     def epoch_progress(self) -> np.ndarray:
