@@ -100,7 +100,7 @@ def test_plan() -> None:
 
 class FakeRunner:
     """Deterministic stand-in for the worker group: progress += r(S) per step,
-    metric = 0.3 + progress/(50 (1 + S/16)), validation every 10 progress; stops at target."""
+    metric = 0.3 + progress/(50 (1 + S/64)), validation every 10 progress; stops at target."""
 
     def __init__(self) -> None:
         self.state: dict[Path, tuple[list[dict[str, Any]], float, int]] = {}
@@ -115,7 +115,7 @@ class FakeRunner:
         scale = run.batch_size / 32
         for _ in range(max_steps or 10**6):
             step += 1
-            sqr, var = 1.0 / step, 0.5 + 0.1 * run.seed
+            sqr, var = 1.0 / (1.0 + progress), 0.5 + 0.1 * run.seed  # phi grows along training
             gain = (var + sqr) / (var / scale + sqr)
             before, progress = progress, progress + gain
             events.append({"t": 0.1 * step, "kind": "observation", "step": step,
@@ -123,7 +123,7 @@ class FakeRunner:
                            "grad_sqr": sqr, "grad_var": var, "progress": progress,
                            "samples": step * run.batch_size})
             if int(progress // 10) > int(before // 10):
-                metric = 0.3 + progress / (50 * (1 + scale / 16))  # large M: less per progress
+                metric = 0.3 + progress / (50 * (1 + scale / 64))  # large M: less per progress
                 events.append({"t": 0.1 * step, "kind": "validation", "progress": progress,
                                "metric": metric})
                 if metric >= goal:
@@ -144,7 +144,8 @@ def test_planner_runs_tiers_and_extends(tmp_path: Path) -> None:
                            runner=runner, workdir=tmp_path)
     records = planner.execute()
     statuses = {(r.run.batch_size, r.run.seed, r.tier): r.status for r in records}
-    assert statuses[(32, 0, "core")] == "reached" and statuses[(32, 1, "seeds")] == "reached"
+    assert statuses[(32, 0, "m0")] == "reached" and statuses[(32, 1, "seeds")] == "reached"
+    assert statuses[(512, 0, "core")] == "reached"
     assert (1024, 0, "extra") in statuses
     assert any(resume for _, _, resume in runner.calls)  # some curve was extended
     rows = {r.run.batch_size: r.table.height for r in records if r.run.seed == 0}
@@ -209,7 +210,7 @@ def test_summary_and_profile_round_trip(tmp_path: Path) -> None:
     assert back.info["perf_params"] is not None
 
 
-def test_capped_curve_left_out_of_validation() -> None:
+def test_capped_curve_kept_and_flagged() -> None:
     def run(bsz: int, rows: int, reached: bool) -> pl.DataFrame:
         return pl.DataFrame({"progress": [100.0 * (i + 1) for i in range(rows)],
                              "iteration": list(range(1, rows + 1)), "metric": [0.5] * rows,
@@ -219,7 +220,7 @@ def test_capped_curve_left_out_of_validation() -> None:
                              "batch_size": [bsz] * rows, "seed": [0] * rows})
 
     curves = pl.concat([run(32, 5, True), run(128, 6, True), run(512, 2, False)])
-    validation, excluded = select_validation(curves)
-    assert sorted(validation) == [32, 128] and list(excluded) == ["512"]
-    validation, excluded = select_validation(run(32, 2, False))
-    assert sorted(validation) == [32] and not excluded  # nothing reached: keep what exists
+    validation, capped = select_validation(curves)
+    assert sorted(validation) == [32, 128, 512] and list(capped) == ["512"]
+    assert validation[512].columns[:5] == ["progress", "iteration", "metric", "grad_sqr",
+                                           "grad_var"]

@@ -51,7 +51,9 @@ def test_target_profile_extends_a_run_stopped_early():
         "name", "init_batch_size", "max_batch_size", "min_local_bsz", "max_local_bsz",
         "max_replicas", "placements", "scalability", "source")}, "validation": val,
         "completion_epochs": None, "target": 0.9, "higher_is_better": True})
-    assert p.num_epochs == 6
     assert p.completion_epoch(32) == 4  # 5th validation reaches 0.9
-    assert p.completion_epoch(512) == 5  # never reached: runs to the last row
-    assert list(p.epoch_progress) == [0, 100, 200, 300, 400, 500, 600]
+    # 512 stopped at 0.58 after 3 rows: extrapolated along log(progress) to 0.9.
+    assert p.extrapolated_rows[512] > 3 and p.extrapolated_rows[32] == 0
+    assert p.completion_epoch(512) > p.completion_epoch(32)
+    assert p.num_epochs == 3 + p.extrapolated_rows[512]
+    assert list(p.epoch_progress[:4]) == [0, 100, 200, 300]

@@ -107,7 +107,7 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
     if curves.height and "reached" not in curves.columns:
         curves = curves.with_columns(
             reached_target(curves, meta.target, meta.higher_is_better).alias("reached"))
-    validation, excluded = select_validation(curves)
+    validation, capped = select_validation(curves)
     try:
         perf = fit_perf(summary)
     except Exception as exc:  # a failed fit must not lose an hour of measurements
@@ -126,7 +126,7 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
                               for k, v in c.items()} for c in cells]},
         "curves": {"by_batch_size": curve_summary(curves, meta), "runs": runs or []},
         "validation_seed": int(curves["seed"].min()) if curves.height else None,
-        "validation_excluded": excluded,
+        "validation_capped": capped,
     }
     timings = raw.drop("type") if "type" in raw.columns else raw
     long = None
@@ -137,21 +137,19 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
 
 
 def select_validation(curves: pl.DataFrame) -> tuple[dict[int, pl.DataFrame], dict[str, str]]:
-    """The seed-0 curves that reached the target become ``validation-<M>.csv``.
+    """The seed-0 curves become ``validation-<M>.csv``; also which of them are capped.
 
-    A curve cut short by the time budget is left out (it stays in curves.csv):
-    the simulator aligns rows by index over all batch sizes, so a short curve
-    would truncate every other one, and its missing completion would read as
-    "completes at its last row". If no curve reached the target (quick mode),
-    all seed-0 curves are kept so that the profile still loads.
+    A curve cut short by the time budget is kept: its gradient statistics at
+    that batch size are real measurements, and AppProfile holds its last
+    metric past its end, so the simulator treats the batch size as completing
+    no earlier than the longest curve (the AdaScale assumption of a constant
+    progress to target) instead of interpolating from other batch sizes.
     """
     if curves.height == 0:
         return {}, {}
     canonical = curves.filter(pl.col("seed") == curves["seed"].min())
     runs = {int(b): g.sort("iteration") for (b,), g in canonical.group_by("batch_size")}
-    reached = {b: g for b, g in runs.items() if g["reached"].any()}
-    keep = reached or runs
     cols = ["progress", "iteration", "metric", "grad_sqr", "grad_var", "samples", "wall_time"]
-    excluded = {str(b): f"target not reached in {g.height} validation rows (time budget)"
-                for b, g in runs.items() if b not in keep}
-    return {b: g.select(cols) for b, g in keep.items()}, excluded
+    capped = {str(b): f"target not reached in {g.height} validation rows (time budget)"
+              for b, g in sorted(runs.items()) if not g["reached"].any()}
+    return {b: g.select(cols) for b, g in runs.items() if g.height}, capped

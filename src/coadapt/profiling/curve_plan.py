@@ -1,17 +1,21 @@
 """Budgeted runs to target: which runs, in what order, and how many steps each may take.
 
 Runs to target dominate profiling time, and their cost differs by orders of
-magnitude between job types (seconds for the digits jobs, many minutes for the
-text jobs at 16 x M0). A fixed wall-clock budget is split into tiers, most
-important first: the core batch sizes (M0, 4M0, 16M0, seed 0), extending
+magnitude between job types (seconds for the MNIST-1D jobs, many minutes for
+the text jobs at 16 x M0). A fixed wall-clock budget is split into tiers, most
+important first: M0 (seed 0) of every type, then 4M0 and 16M0, extending
 finished curves so every batch size has as many validation rows as the
 longest one (the simulator aligns rows by index), extra seeds at the core
 sizes (phi spread), extra batch sizes (2M0, 8M0, 32M0). Tier deadlines are
 cumulative, so time a tier leaves unused flows to the next. Inside a tier the
-cheapest runs go first and each run may use an equal share of the time left
-until the tier's deadline, enforced by capping its optimizer steps with the
-step time measured in the timing grid. A capped run keeps its curve and is
-marked as not having reached the target: nothing is extrapolated.
+cheapest runs go first. A run's time share is what it is predicted to need
+(AdaScale keeps progress-to-target roughly constant across batch sizes, so the
+M0 curve and the gain r(S) predict the steps; the timing grid prices them) if
+that fits, an equal share of the tier's remaining time if there is no
+prediction yet, and a short probe (a couple of validation rows, for phi and
+the metric at that batch) if it cannot fit. Shares are enforced by capping
+optimizer steps. A capped run keeps its curve and is marked as not having
+reached the target: nothing is extrapolated.
 """
 
 from __future__ import annotations
@@ -37,15 +41,16 @@ from coadapt.profiling.curves import (
     curve_workers,
     reached_target,
     run_group_curve_runner,
+    to_target,
     validation_table,
 )
 from coadapt.profiling.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 
-FULL_TIERS = (("core", 0.55), ("extend", 0.12), ("seeds", 0.18), ("extra", 0.10),
-              ("extend-extra", 0.05))
-QUICK_TIERS = (("core", 0.8), ("extend", 0.2))
+FULL_TIERS = (("m0", 0.30), ("core", 0.30), ("extend", 0.08), ("seeds", 0.17),
+              ("extra", 0.10), ("extend-extra", 0.05))
+QUICK_TIERS = (("m0", 0.5), ("core", 0.35), ("extend", 0.15))
 
 
 @dataclass
@@ -89,6 +94,7 @@ class RunRecord:
     tier: str
     status: str = "pending"  # reached | capped | skipped | failed
     max_steps: int | None = None
+    predicted_s: float | None = None
     wall_s: float = 0.0
     launches: int = 0
     table: pl.DataFrame | None = None
@@ -116,12 +122,9 @@ class CurvePlanner:
     def _tasks(self, tier: str) -> list[RunRecord]:
         recs = []
         for job in self.jobs.values():
-            if tier in ("core", "seeds"):
-                sizes = curve_batch_sizes(job, CORE_FACTORS)
-            elif tier == "extra":
-                sizes = curve_batch_sizes(job, EXTRA_FACTORS)
-            else:
-                continue
+            core = curve_batch_sizes(job, CORE_FACTORS)
+            sizes = {"m0": core[:1], "core": core[1:], "seeds": core,
+                     "extra": curve_batch_sizes(job, EXTRA_FACTORS)}[tier]
             seeds = range(1, self.seeds) if tier == "seeds" else [0]
             for seed in seeds:
                 for m in sizes:
@@ -145,22 +148,88 @@ class CurvePlanner:
                     continue
                 todo = self._tasks(tier)
                 for i, rec in enumerate(todo):
-                    share = (deadline - time.monotonic()) / (len(todo) - i)
-                    self._run(rec, share, bar)
+                    self._run(rec, self._share(rec, todo[i + 1:], deadline), bar)
                     self.records.append(rec)
         return self.records
 
+    # ------------------------------------------------------------------ prediction
+    def _m0(self, name: str) -> RunRecord | None:
+        job = self.jobs[name]
+        return next((r for r in self.records if r.run.type == name and r.run.seed == 0
+                     and r.run.batch_size == job.init_batch_size and r.table is not None
+                     and r.table.height), None)
+
+    def _gains(self, rec: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
+        """(progress, AdaScale gain r(S) at this batch) along the type's M0 curve."""
+        m0 = self._m0(rec.run.type)
+        if m0 is None:
+            return None
+        t = m0.table.drop_nulls(["grad_sqr", "grad_var"])
+        if t.height == 0:
+            return None
+        sqr, var = t["grad_sqr"].to_numpy(), t["grad_var"].to_numpy()
+        scale = rec.run.batch_size / self.jobs[rec.run.type].init_batch_size
+        gain = (var + sqr) / np.maximum(var / scale + sqr, 1e-12)
+        return t["progress"].to_numpy(), np.clip(gain, 1.0, scale)
+
+    def _steps_for(self, rec: RunRecord, progress: float) -> int:
+        """Steps to make ``progress`` at this batch. AdaScale keeps progress to target
+        about constant across batch sizes; a step adds r(S), which changes along
+        training (phi grows), so integrate 1/r over the M0 curve's rows. Without an
+        M0 curve, use S (the largest gain possible: a lower bound on steps)."""
+        job = self.jobs[rec.run.type]
+        curve = self._gains(rec)
+        if curve is None:
+            return math.ceil(progress * job.init_batch_size / rec.run.batch_size)
+        at, gain = curve
+        edges = np.concatenate([[0.0], at])
+        grid = np.minimum(edges, progress)
+        # an interval uses the gain at its start (1 before the first row): gains grow
+        # along training, so this errs towards more steps, and unused time is returned
+        left = np.concatenate([[1.0], gain[:-1]])
+        steps = float(np.sum(np.diff(grid) / left))
+        steps += max(progress - edges[-1], 0.0) / gain[-1]  # beyond the M0 curve
+        return math.ceil(steps)
+
+    def _need(self, rec: RunRecord) -> tuple[float | None, float]:
+        """(predicted seconds to reach the target or None, seconds for a short probe)."""
+        job, run = self.jobs[rec.run.type], rec.run
+        rows = 1 if self.quick else 2
+        probe = self.model.seconds(job, run.workers, run.batch_size,
+                                   self._steps_for(rec, rows * job.eval_every))
+        m0 = self._m0(run.type)
+        if m0 is None or m0.status != "reached":
+            return None, probe
+        done = to_target(m0.table, job.target, job.higher_is_better)
+        steps = self._steps_for(rec, 1.5 * done["progress"])  # a cap: unused time returns
+        return self.model.seconds(job, run.workers, run.batch_size, steps), probe
+
+    def _share(self, rec: RunRecord, others: Sequence[RunRecord], deadline: float) -> float:
+        """Seconds this run may use: what it needs if that fits (leaving the others a
+        probe each), an equal share if its need is unknown, a probe if it cannot fit."""
+        remaining = deadline - time.monotonic()
+        equal = remaining / (len(others) + 1)
+        need, probe = self._need(rec)
+        rec.predicted_s = need
+        if need is None:
+            return equal
+        reserve = sum(self._need(o)[1] for o in others)
+        if need <= max(equal, remaining - reserve):
+            return max(need, probe)
+        log.info("%s: needs ~%.0fs, more than this tier has left; probing only",
+                 rec.run.label(), need)
+        return min(equal, probe)
+
+    # ------------------------------------------------------------------ running
     def _base(self, run: CurveRun) -> Path:
         return self.dir / f"{run.type}-M{run.batch_size}-s{run.seed}"
 
     def _run(self, rec: RunRecord, share: float, bar: ProgressBar | None) -> None:
         job, run = self.jobs[rec.run.type], rec.run
         steps = self.model.max_steps(job, run.workers, run.batch_size, share)
-        # a useful curve has at least 2 validation rows (1 in quick mode); progress per
-        # step is at most S, so this is a lower bound on the steps that takes
-        rows = 1 if self.quick else 2
-        min_steps = math.ceil(job.eval_every * rows / (run.batch_size / job.init_batch_size))
-        if rec.tier == "core" and run.batch_size == job.init_batch_size:
+        # a useful curve has at least 2 validation rows (1 in quick mode)
+        min_steps = self._steps_for(rec, (1 if self.quick else 2) * job.eval_every)
+        if rec.tier == "m0":
             steps = max(steps, min_steps)  # never skip M0: without it no profile loads
         if steps < min_steps:
             rec.status = "skipped"
@@ -255,5 +324,6 @@ def records_summary(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     """One dict per planned run, for profile.json."""
     return [{"batch_size": r.run.batch_size, "workers": r.run.workers, "seed": r.run.seed,
              "tier": r.tier, "status": r.status, "max_steps": r.max_steps,
+             "predicted_s": None if r.predicted_s is None else round(r.predicted_s, 1),
              "launches": r.launches, "wall_s": round(r.wall_s, 1),
              "rows": r.table.height if r.table is not None else 0} for r in records]

@@ -17,6 +17,7 @@ import polars as pl
 from scipy.interpolate import LinearNDInterpolator
 
 from coadapt.models.goodput import PerfParams, fit_perf_params, split_batch
+from coadapt.profiling import extrapolate
 from coadapt.models.goodput import step_time as model_step_time
 
 
@@ -150,11 +151,31 @@ class AppProfile:
         return np.array(sorted(self.validation), dtype=float)
 
     @cached_property
+    def _raw_tables(self) -> dict[int, dict[str, np.ndarray]]:
+        """Per batch size, the validation columns as arrays; for a target-based
+        profile, runs stopped before the target are extrapolated to it."""
+        out = {}
+        for b in sorted(self.validation):
+            df = self.validation[b]
+            t = {c: df[c].to_numpy().astype(float) for c in extrapolate.COLUMNS}
+            if self.target is not None:
+                t = extrapolate.extend(t, extrapolate.rows_to_target(
+                    t["progress"], t["metric"], self.target, self.higher_is_better))
+            out[b] = t
+        return out
+
+    @cached_property
+    def extrapolated_rows(self) -> dict[int, int]:
+        """Rows per batch size that are extrapolated rather than measured."""
+        return {b: len(t["progress"]) - self.validation[b].height
+                for b, t in self._raw_tables.items()}
+
+    @cached_property
     def _rows(self) -> int:
         """Epochs common to all batch sizes. Fixed-epoch profiles (AdaptDL) use
         the shortest table, as the reference does; target-based profiles use
         the longest, since a large-batch run may have been stopped early."""
-        heights = [df.height for df in self.validation.values()]
+        heights = [len(t["progress"]) for t in self._raw_tables.values()]
         return max(heights) if self.target is not None else min(heights)
 
     @cached_property
@@ -168,17 +189,14 @@ class AppProfile:
         extended: progress and iterations at its last rate, metric and
         gradient statistics held at their last values."""
         n = self._rows
-        out: dict[str, list[np.ndarray]] = {c: [] for c in
-                                            ("progress", "iteration", "metric", "grad_sqr", "grad_var")}
-        for b in self.batch_sizes:
-            df = self.validation[int(b)]
+        out: dict[str, list[np.ndarray]] = {c: [] for c in extrapolate.COLUMNS}
+        for t in self._raw_tables.values():
             for col in out:
-                v = df[col].to_numpy().astype(float)[:n]
+                v = t[col][:n]
                 if len(v) < n:
                     extra = np.arange(1, n - len(v) + 1)
                     if col in ("progress", "iteration"):
-                        step = v[-1] / len(v)
-                        v = np.concatenate([v, v[-1] + step * extra])
+                        v = np.concatenate([v, v[-1] + v[-1] / len(v) * extra])
                     else:
                         v = np.concatenate([v, np.full(len(extra), v[-1])])
                 out[col].append(v)
