@@ -17,8 +17,8 @@ import polars as pl
 from scipy.interpolate import LinearNDInterpolator
 
 from coadapt.models.goodput import PerfParams, fit_perf_params, split_batch
-from coadapt.profiling import extrapolate
 from coadapt.models.goodput import step_time as model_step_time
+from coadapt.profiling import extrapolate
 
 
 class ProfileError(ValueError):
