@@ -8,10 +8,10 @@ from typing import Any
 COLUMNS = [
     ("policy", "policy", "{}"),
     ("completed", "done", "{}"),
-    ("avg_jct", "avg JCT h", "{:.3f}"),
-    ("p50_jct", "p50 h", "{:.3f}"),
-    ("p99_jct", "p99 h", "{:.2f}"),
-    ("makespan", "makespan h", "{:.2f}"),
+    ("avg_jct", "avg JCT {u}", "{:.3f}"),
+    ("p50_jct", "p50 {u}", "{:.3f}"),
+    ("p99_jct", "p99 {u}", "{:.2f}"),
+    ("makespan", "makespan {u}", "{:.2f}"),
     ("utilization", "util", "{:.2f}"),
     ("max_rho", "max rho", "{:.2f}"),
     ("unfair_frac", "rho>1.1", "{:.2f}"),
@@ -19,12 +19,15 @@ COLUMNS = [
     ("decision_ms_median", "decide ms", "{:.2f}"),
     ("wall_s", "wall s", "{:.1f}"),
 ]
-HOURS = {"avg_jct", "p50_jct", "p99_jct", "makespan"}
+TIMES = {"avg_jct", "p50_jct", "p99_jct", "makespan"}
 
 
 def format_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
-    """Plain fixed-width table; times in hours (summaries keep seconds)."""
-    cells = [[c[1] for c in COLUMNS]]
+    """Plain fixed-width table; times in hours, or minutes for short runs
+    (summaries keep seconds)."""
+    spans = [r.get("makespan") or 0.0 for r in rows]
+    unit, scale = ("h", 3600.0) if max(spans, default=0.0) >= 4 * 3600 else ("min", 60.0)
+    cells = [[c[1].format(u=unit) for c in COLUMNS]]
     for row in rows:
         line = []
         for key, _, fmt in COLUMNS:
@@ -32,7 +35,7 @@ def format_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
             if v is None:
                 line.append("-")
             else:
-                line.append(fmt.format(v / 3600 if key in HOURS else v))
+                line.append(fmt.format(v / scale if key in TIMES else v))
         cells.append(line)
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
     out = [title] if title else []
