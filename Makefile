@@ -6,14 +6,15 @@ WORKLOAD ?= philly-small
 PROFILES ?= profiles
 POLICY   ?= all
 CLUSTER  ?= 4x4
-INTERVAL ?= 60
+INTERVAL ?= 30
+RESTART  ?= 5
 OUT      ?= out/sim
 REF      ?= ../shared/reference/adaptdl
 
-.PHONY: venv test simulate profile report lint bench-reference clean help
+.PHONY: venv test simulate profile report lint bench-reference philly-small clean help
 
 help:
-	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4]"
+	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4 INTERVAL=30 RESTART=5]"
 	@echo "make test | make profile [QUICK=1] | make report OUT=out/sim | make lint"
 	@echo "make bench-reference [REF=../shared/reference/adaptdl]"
 
@@ -29,10 +30,17 @@ test: $(STAMP)
 
 simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
-		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --out $(OUT)
+		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --restart-delay $(RESTART) --out $(OUT)
 
 profile: $(STAMP)
 	$(VENV)/bin/coadapt profile --out profiles $(if $(QUICK),--quick,)
+
+# Regenerate the shipped default workload from the shipped profiles (seeded).
+philly-small: $(STAMP)
+	$(VENV)/bin/coadapt workload generate --profiles profiles --jobs 30 --window 0.5 \
+		--mix small=0.6,medium=0.25,large=0.15 --cluster 4x4 --seed 1 \
+		--classes "small=mlp-mnist1d,cnn-mnist1d;medium=transformer-text;large=lstm-text;xlarge=lstm-text" \
+		--out traces/philly-small.csv
 
 report: $(STAMP)
 	$(VENV)/bin/coadapt report $(OUT)

@@ -11,12 +11,8 @@ import pytest
 
 from coadapt.profiling.build import build_profile, curve_summary, job_meta, select_validation
 from coadapt.profiling.cpu_format import read_cpu_profile, write_cpu_profile
-from coadapt.profiling.curve_plan import (
-    CurvePlanner,
-    StepModel,
-    curves_frame,
-    records_summary,
-)
+from coadapt.profiling.curve_plan import CurvePlanner
+from coadapt.profiling.curve_records import StepModel, curves_frame, records_summary
 from coadapt.profiling.curves import (
     EXTRA_FACTORS,
     CurveRun,
@@ -224,3 +220,20 @@ def test_capped_curve_kept_and_flagged() -> None:
     assert sorted(validation) == [32, 128, 512] and list(capped) == ["512"]
     assert validation[512].columns[:5] == ["progress", "iteration", "metric", "grad_sqr",
                                            "grad_var"]
+
+
+def test_probe_then_resume_when_time_allows(tmp_path: Path) -> None:
+    """16 x M0 looks too expensive for the core tier: probed (capped), then resumed
+    from its checkpoint in the finish tier, where the rest of its need fits."""
+    job = Job(eval_every=10)
+    summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
+                            "step_time": [0.01, 5.0], "sync_time": [0.0, 0.0]})
+    runner = FakeRunner()
+    planner = CurvePlanner([job], StepModel(summary, startup={"toy": 0.0},
+                                            overhead={"toy": 1.0}),
+                           budget_s=120.0, quick=False, seeds=1, workers_max=2, runner=runner,
+                           workdir=tmp_path)
+    records = planner.execute()
+    big = next(r for r in records if r.run.batch_size == 512 and r.run.seed == 0)
+    assert big.launches >= 2 and big.status == "reached"
+    assert [c for c in runner.calls if c[0] == 512][1][2] is True  # second launch resumed

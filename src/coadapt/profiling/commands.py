@@ -22,8 +22,8 @@ import polars as pl
 
 from coadapt.profiling.build import build_profile
 from coadapt.profiling.cpu_format import write_cpu_profile
-from coadapt.profiling.curve_plan import (
-    CurvePlanner,
+from coadapt.profiling.curve_plan import CurvePlanner
+from coadapt.profiling.curve_records import (
     StepModel,
     curves_frame,
     records_summary,

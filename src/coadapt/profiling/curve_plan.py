@@ -25,13 +25,13 @@ import math
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
+from coadapt.profiling.curve_records import RunRecord, StepModel
 from coadapt.profiling.curves import (
     CORE_FACTORS,
     EXTRA_FACTORS,
@@ -48,63 +48,9 @@ from coadapt.profiling.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 
-FULL_TIERS = (("m0", 0.30), ("core", 0.30), ("extend", 0.08), ("seeds", 0.17),
-              ("extra", 0.10), ("extend-extra", 0.05))
+FULL_TIERS = (("m0", 0.25), ("core", 0.30), ("finish", 0.15), ("extend", 0.05),
+              ("seeds", 0.15), ("extra", 0.07), ("extend-extra", 0.03))
 QUICK_TIERS = (("m0", 0.5), ("core", 0.35), ("extend", 0.15))
-
-
-@dataclass
-class StepModel:
-    """Seconds per optimizer step at (type, workers, batch), from the timing grid medians."""
-
-    summary: pl.DataFrame
-    startup: dict[str, float] = field(default_factory=dict)
-    overhead: dict[str, float] = field(default_factory=dict)  # wall / sum(step), learned
-
-    def step_time(self, job: Any, workers: int, batch: int) -> float:
-        from coadapt.jobs.types import plan_batch
-
-        plan = plan_batch(job, workers, batch)
-        rows = self.summary.filter((pl.col("type") == job.name) & (pl.col("workers") == workers))
-        if rows.height == 0:
-            return 1.0
-        rows = rows.sort("local_bsz")
-        m = rows["local_bsz"].to_numpy().astype(float)
-        comp = (rows["step_time"] - rows["sync_time"]).to_numpy()
-        sync = float(np.median(rows["sync_time"].to_numpy()))
-        c = float(np.interp(plan.local_bsz, m, comp))  # T_acc is affine in m
-        if plan.local_bsz > m[-1]:  # beyond the grid: compute grows linearly
-            c = comp[-1] * plan.local_bsz / m[-1]
-        return (plan.accum_steps + 1) * c + sync
-
-    def seconds(self, job: Any, workers: int, batch: int, steps: int) -> float:
-        per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)
-        return self.startup.get(job.name, 6.0) + steps * per
-
-    def max_steps(self, job: Any, workers: int, batch: int, seconds: float) -> int:
-        per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)
-        return int((seconds - self.startup.get(job.name, 6.0)) / per)
-
-
-@dataclass
-class RunRecord:
-    """What happened to one planned run (kept in profile.json)."""
-
-    run: CurveRun
-    tier: str
-    status: str = "pending"  # reached | capped | skipped | failed
-    max_steps: int | None = None
-    predicted_s: float | None = None
-    wall_s: float = 0.0
-    launches: int = 0
-    table: pl.DataFrame | None = None
-
-
-def startup_seconds(raw: pl.DataFrame) -> dict[str, float]:
-    """Per type, median launch overhead of the timing runs: run wall minus step time."""
-    per_run = raw.group_by("type", "workers", "local_bsz", "run").agg(
-        (pl.col("run_wall").first() - pl.col("step_time").sum()).alias("overhead"))
-    return dict(per_run.group_by("type").agg(pl.col("overhead").median()).iter_rows())
 
 
 class CurvePlanner:
@@ -131,7 +77,9 @@ class CurvePlanner:
                     run = CurveRun(job.name, m, curve_workers(job, m, self.workers_max), seed)
                     recs.append(RunRecord(run, tier))
         cost = {n: self.model.step_time(j, 1, j.init_batch_size) for n, j in self.jobs.items()}
-        return sorted(recs, key=lambda r: (r.run.seed, cost[r.run.type], r.run.batch_size))
+        # cheapest first: by expected seconds once predictable, else by step time
+        return sorted(recs, key=lambda r: (r.run.seed, self._need(r)[0] or 0.0,
+                                           cost[r.run.type], r.run.batch_size))
 
     def execute(self, bar: ProgressBar | None = None) -> list[RunRecord]:
         tiers = QUICK_TIERS if self.quick else FULL_TIERS
@@ -145,6 +93,9 @@ class CurvePlanner:
                 deadline = start + self.budget * cum
                 if tier.startswith("extend"):
                     self._extend(deadline, bar)
+                    continue
+                if tier == "finish":
+                    self._finish(deadline, bar)
                     continue
                 todo = self._tasks(tier)
                 for i, rec in enumerate(todo):
@@ -191,34 +142,68 @@ class CurvePlanner:
         steps += max(progress - edges[-1], 0.0) / gain[-1]  # beyond the M0 curve
         return math.ceil(steps)
 
-    def _need(self, rec: RunRecord) -> tuple[float | None, float]:
-        """(predicted seconds to reach the target or None, seconds for a short probe)."""
-        job, run = self.jobs[rec.run.type], rec.run
-        rows = 1 if self.quick else 2
-        probe = self.model.seconds(job, run.workers, run.batch_size,
-                                   self._steps_for(rec, rows * job.eval_every))
-        m0 = self._m0(run.type)
+    def _goal_steps(self, rec: RunRecord) -> tuple[int, int] | None:
+        """Steps (expected, generous cap) to reach the target at this batch; None until
+        the type's M0 curve has reached it."""
+        job = self.jobs[rec.run.type]
+        m0 = self._m0(rec.run.type)
         if m0 is None or m0.status != "reached":
-            return None, probe
-        done = to_target(m0.table, job.target, job.higher_is_better)
-        steps = self._steps_for(rec, 1.5 * done["progress"])  # a cap: unused time returns
-        return self.model.seconds(job, run.workers, run.batch_size, steps), probe
+            return None
+        goal = to_target(m0.table, job.target, job.higher_is_better)["progress"]
+        return self._steps_for(rec, 1.15 * goal), self._steps_for(rec, 1.6 * goal)
+
+    def _need(self, rec: RunRecord, done: int = 0) -> tuple[float | None, float | None, float]:
+        """Seconds (expected to reach the target, generous cap, one-row probe) for a run
+        that has ``done`` steps already; the first two are None while unpredictable."""
+        job, run = self.jobs[rec.run.type], rec.run
+        price = partial(self.model.seconds, job, run.workers, run.batch_size)
+        probe = price(self._steps_for(rec, job.eval_every))
+        goal = self._goal_steps(rec)
+        if goal is None:
+            return None, None, probe
+        return price(max(goal[0] - done, 1)), price(max(goal[1] - done, 1)), probe
 
     def _share(self, rec: RunRecord, others: Sequence[RunRecord], deadline: float) -> float:
-        """Seconds this run may use: what it needs if that fits (leaving the others a
-        probe each), an equal share if its need is unknown, a probe if it cannot fit."""
+        """Seconds this run may use: an equal share of the tier's time left while its
+        need is unknown; its (generous) need if the expected need fits; else a probe."""
         remaining = deadline - time.monotonic()
-        equal = remaining / (len(others) + 1)
-        need, probe = self._need(rec)
-        rec.predicted_s = need
-        if need is None:
-            return equal
-        reserve = sum(self._need(o)[1] for o in others)
-        if need <= max(equal, remaining - reserve):
-            return max(need, probe)
-        log.info("%s: needs ~%.0fs, more than this tier has left; probing only",
-                 rec.run.label(), need)
-        return min(equal, probe)
+        expect, cap, probe = self._need(rec)
+        rec.predicted_s = expect
+        if expect is None or cap is None:
+            return remaining / (len(others) + 1)
+        if expect <= remaining:
+            return max(min(cap, remaining), probe)
+        log.info("%s: needs ~%.0fs, more than this tier has left (%.0fs); probing only",
+                 rec.run.label(), expect, max(remaining, 0.0))
+        return probe
+
+    def _finish(self, deadline: float, bar: ProgressBar | None) -> None:
+        """Resume capped seed-0 core runs from their checkpoints, cheapest first, while
+        the expected remaining time fits: a probe then costs nothing extra."""
+        todo = []
+        for rec in self.records:
+            if (rec.status == "capped" and rec.run.seed == 0 and rec.tier in ("m0", "core")
+                    and rec.table is not None and rec.table.height):
+                expect, cap, _ = self._need(rec, done=int(rec.table["iteration"].max()))
+                if expect is not None and cap is not None:
+                    todo.append((expect, cap, rec))
+        for expect, cap, rec in sorted(todo, key=lambda x: x[0]):
+            job, run = self.jobs[rec.run.type], rec.run
+            remaining = deadline - time.monotonic()
+            if expect > remaining:
+                log.info("%s: resuming needs ~%.0fs, %.0fs left; stays capped", run.label(),
+                         expect, max(remaining, 0.0))
+                continue
+            steps = self.model.max_steps(job, run.workers, run.batch_size, min(cap, remaining))
+            if bar is not None:
+                bar.note(f"resume {run.label()} (<= {steps} steps)")
+            t0 = time.monotonic()
+            try:
+                events = self.runner(run, steps, self._base(run), True, None)
+            except (RuntimeError, ValueError, OSError) as exc:  # keep the curve we have
+                log.error("resuming %s failed: %s", run.label(), exc)
+                continue
+            self._account(rec, events, time.monotonic() - t0, steps)
 
     # ------------------------------------------------------------------ running
     def _base(self, run: CurveRun) -> Path:
@@ -227,8 +212,8 @@ class CurvePlanner:
     def _run(self, rec: RunRecord, share: float, bar: ProgressBar | None) -> None:
         job, run = self.jobs[rec.run.type], rec.run
         steps = self.model.max_steps(job, run.workers, run.batch_size, share)
-        # a useful curve has at least 2 validation rows (1 in quick mode)
-        min_steps = self._steps_for(rec, (1 if self.quick else 2) * job.eval_every)
+        # a useful curve has at least one validation row
+        min_steps = self._steps_for(rec, job.eval_every)
         if rec.tier == "m0":
             steps = max(steps, min_steps)  # never skip M0: without it no profile loads
         if steps < min_steps:
@@ -303,27 +288,3 @@ class CurvePlanner:
                 continue
             self._account(rec, events, time.monotonic() - t0, steps)
             rec.status = "reached"
-
-
-
-def curves_frame(records: Sequence[RunRecord], jobs: dict[str, Any]) -> pl.DataFrame:
-    """Long form of all curves: validation columns + type, batch_size, workers, seed, reached."""
-    frames = []
-    for rec in records:
-        if rec.table is None or rec.table.height == 0:
-            continue
-        job = jobs[rec.run.type]
-        frames.append(rec.table.with_columns(
-            pl.lit(rec.run.type).alias("type"), pl.lit(rec.run.batch_size).alias("batch_size"),
-            pl.lit(rec.run.workers).alias("workers"), pl.lit(rec.run.seed).alias("seed"),
-            reached_target(rec.table, job.target, job.higher_is_better).alias("reached")))
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
-
-
-def records_summary(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """One dict per planned run, for profile.json."""
-    return [{"batch_size": r.run.batch_size, "workers": r.run.workers, "seed": r.run.seed,
-             "tier": r.tier, "status": r.status, "max_steps": r.max_steps,
-             "predicted_s": None if r.predicted_s is None else round(r.predicted_s, 1),
-             "launches": r.launches, "wall_s": round(r.wall_s, 1),
-             "rows": r.table.height if r.table is not None else 0} for r in records]
