@@ -44,7 +44,7 @@ from coadapt.profiling.curves import (
     to_target,
     validation_table,
 )
-from coadapt.profiling.progress import ProgressBar
+from coadapt.report.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 

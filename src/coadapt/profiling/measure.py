@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from coadapt.profiling.machine import CpuSnapshot, others_cores, wait_for_quiet
-from coadapt.profiling.progress import ProgressBar
+from coadapt.report.progress import ProgressBar
 from coadapt.profiling.stats import observations_frame
 
 log = logging.getLogger(__name__)

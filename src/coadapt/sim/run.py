@@ -55,7 +55,8 @@ def simulate_policy(workload: Workload, profiles: dict[str, AppProfile], policy_
                                                    settings.p))
     apps = {j.application for j in workload.jobs}
     t0 = time.perf_counter()
-    bar = ProgressBar(len(workload.jobs), f"{policy_name:>14}") if settings.show_progress else None
+    bar = ProgressBar(total=len(workload.jobs), items=len(workload.jobs), label=f"{policy_name:>14}",
+                      unit="jobs", min_interval=10.0, enabled=settings.show_progress)
     with EventLog(events_path) as log:
         log.header(mode="simulate", policy=policy_name, workload=workload.name,
                    workload_path=str(workload.path), cluster=str(settings.cluster),
@@ -65,8 +66,7 @@ def simulate_policy(workload: Workload, profiles: dict[str, AppProfile], policy_
                    t_iso=_t_iso(profiles, apps, settings))
 
         def progress(done: int, total: int, now: float) -> None:
-            if bar is not None:
-                bar.update(done, f"sim t={now / 3600:.1f}h")
+            bar.advance(1, f"simulated t={now / 3600:.1f} h")
 
         engine = Engine(workload, profiles, policy, settings.cluster, log,
                         interval=settings.interval, restart_delay=settings.restart_delay,
@@ -74,8 +74,7 @@ def simulate_policy(workload: Workload, profiles: dict[str, AppProfile], policy_
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
-    if bar is not None:
-        bar.close()
+    bar.close()
     events = list(read_events(events_path))
     summary = summarize(events)
     job_table(events).write_csv(out_dir / "jobs.csv")
