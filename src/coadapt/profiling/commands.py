@@ -30,8 +30,8 @@ from coadapt.profiling.curve_records import (
     startup_seconds,
 )
 from coadapt.profiling.measure import GridSettings, measure_grid, plan_cells, schedule
-from coadapt.report.progress import ProgressBar
 from coadapt.profiling.stats import drop_warmup, mark_contention, summarize_cells
+from coadapt.report.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ import numpy as np
 import polars as pl
 
 from coadapt.profiling.machine import CpuSnapshot, others_cores, wait_for_quiet
-from coadapt.report.progress import ProgressBar
 from coadapt.profiling.stats import observations_frame
+from coadapt.report.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 

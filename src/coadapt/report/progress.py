@@ -1,4 +1,4 @@
-"""A small stderr progress bar for long profiling runs (no extra dependency).
+"""A small stderr progress bar for long work: profiling, simulations (no extra dependency).
 
 Profiling takes minutes to tens of minutes, so the user needs to see which cell
 is running, how far along it is and when it will end. Work is counted in
