@@ -237,3 +237,31 @@ def test_probe_then_resume_when_time_allows(tmp_path: Path) -> None:
     big = next(r for r in records if r.run.batch_size == 512 and r.run.seed == 0)
     assert big.launches >= 2 and big.status == "reached"
     assert [c for c in runner.calls if c[0] == 512][1][2] is True  # second launch resumed
+
+
+def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a simulated clock that each run advances by its priced cost, the planner
+    ends within its budget plus at most one forced M0 run or one core probe."""
+    import coadapt.profiling.curve_plan as plan
+
+    clock = [0.0]
+    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
+    job = Job(eval_every=10)
+    summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
+                            "step_time": [0.5, 8.0], "sync_time": [0.0, 0.0]})
+    model = StepModel(summary, startup={"toy": 2.0}, overhead={"toy": 1.0})
+    fake = FakeRunner()
+
+    def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
+               target: float | None) -> list[dict[str, Any]]:
+        before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
+        events = fake(run, max_steps, base, resume, target)
+        steps = sum(e["kind"] == "observation" for e in events) - before
+        clock[0] += model.seconds(job, run.workers, run.batch_size, steps)
+        return events
+
+    planner = CurvePlanner([job], model, budget_s=200.0, quick=False, seeds=3, workers_max=2,
+                           runner=runner, workdir=tmp_path)
+    records = planner.execute()
+    assert clock[0] <= 200.0 + 60.0, clock[0]
+    assert any(r.status == "skipped" for r in records)  # the budget did bind

@@ -64,6 +64,7 @@ class CurvePlanner:
         self.seeds, self.workers_max, self.runner = seeds, workers_max, runner
         self.records: list[RunRecord] = []
         self._workdir = workdir
+        self._end = float("inf")
 
     def _tasks(self, tier: str) -> list[RunRecord]:
         recs = []
@@ -84,6 +85,7 @@ class CurvePlanner:
     def execute(self, bar: ProgressBar | None = None) -> list[RunRecord]:
         tiers = QUICK_TIERS if self.quick else FULL_TIERS
         start = time.monotonic()
+        self._end = start + self.budget
         with tempfile.TemporaryDirectory(prefix="coadapt-curves-") as tmp:
             self.dir = Path(self._workdir) if self._workdir else Path(tmp)
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -101,6 +103,9 @@ class CurvePlanner:
                 for i, rec in enumerate(todo):
                     self._run(rec, self._share(rec, todo[i + 1:], deadline), bar)
                     self.records.append(rec)
+        counts = {s: sum(r.status == s for r in self.records)
+                  for s in ("reached", "capped", "skipped", "failed")}
+        log.info("runs to target: %s", ", ".join(f"{n} {s}" for s, n in counts.items()))
         return self.records
 
     # ------------------------------------------------------------------ prediction
@@ -173,6 +178,10 @@ class CurvePlanner:
             return remaining / (len(others) + 1)
         if expect <= remaining:
             return max(min(cap, remaining), probe)
+        # a probe must fit in the tier, or for core sizes at least in the whole budget
+        if probe > remaining and not (rec.tier == "core"
+                                      and time.monotonic() + probe <= self._end):
+            return 0.0
         log.info("%s: needs ~%.0fs, more than this tier has left (%.0fs); probing only",
                  rec.run.label(), expect, max(remaining, 0.0))
         return probe
@@ -218,8 +227,8 @@ class CurvePlanner:
             steps = max(steps, min_steps)  # never skip M0: without it no profile loads
         if steps < min_steps:
             rec.status = "skipped"
-            log.warning("%s: skipped, its share of the time budget (%.0fs) is too small",
-                        run.label(), max(share, 0.0))
+            log.info("%s: skipped, its share of the time budget (%.0fs) is too small",
+                     run.label(), max(share, 0.0))
             return
         if bar is not None:
             bar.note(f"{run.label()} (<= {steps} steps)")
