@@ -63,6 +63,7 @@ def report(folder: Path) -> str:
             "reached": sum(r["reached"] for r in runs),
             "samples_to_target": _fmt(stt and stt["median"], digits=0),
             "range": f"{_fmt(stt and stt['min'], digits=0)}-{_fmt(stt and stt['max'], digits=0)}",
+            "phi_over": entry.get("phi_from", "-"),
             **{f"phi_{w}": (f"{entry[f'phi_{w}']['median']:.1f} "
                             f"[{entry[f'phi_{w}']['min']:.1f}, {entry[f'phi_{w}']['max']:.1f}]"
                             if f"phi_{w}" in entry else "-")

@@ -7,7 +7,9 @@ tested on stored data without training anything.
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -89,8 +91,13 @@ def curve_summary(curves: pl.DataFrame, meta: JobMeta) -> dict[str, Any]:
             if vals:
                 entry[f"{key}_to_target"] = {"median": float(np.median(vals)),
                                              "min": float(min(vals)), "max": float(max(vals))}
+        # phi spread over repeats compares like with like: runs that reached the target
+        # (start, middle row, target row); capped runs only when none reached it
+        reached = [r for r in per_seed if r["reached"]]
+        basis = reached or per_seed
+        entry["phi_from"] = f"{len(basis)} {'reached' if reached else 'capped'} run(s)"
         for where in ("start", "middle", "end"):
-            vals = [r["phi"][where] for r in per_seed if where in r["phi"]]
+            vals = [r["phi"][where] for r in basis if where in r["phi"]]
             if vals:
                 entry[f"phi_{where}"] = {"median": float(np.median(vals)),
                                          "min": float(min(vals)), "max": float(max(vals))}
@@ -153,3 +160,21 @@ def select_validation(curves: pl.DataFrame) -> tuple[dict[int, pl.DataFrame], di
     capped = {str(b): f"target not reached in {g.height} validation rows (time budget)"
               for b, g in sorted(runs.items()) if not g["reached"].any()}
     return {b: g.select(cols) for b, g in runs.items() if g.height}, capped
+
+
+def refresh_summary(folder: str | Path) -> Path:
+    """Recompute ``curves.by_batch_size`` in profile.json from the folder's curves.csv.
+
+    For re-deriving the summary after a change to its definition without
+    measuring again; everything else in the folder is left as it is.
+    """
+    from coadapt.profiling.cpu_format import read_cpu_profile
+
+    prof = read_cpu_profile(folder, require_validation=False)
+    if prof.curves is None:
+        raise ValueError(f"{folder}: no curves.csv to recompute the summary from")
+    doc = json.loads((Path(folder) / "profile.json").read_text(encoding="utf-8"))
+    doc.setdefault("curves", {})["by_batch_size"] = curve_summary(prof.curves, prof.meta)
+    (Path(folder) / "profile.json").write_text(json.dumps(doc, indent=2) + "\n",
+                                               encoding="utf-8")
+    return Path(folder)

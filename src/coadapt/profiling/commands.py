@@ -98,7 +98,11 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
     log.info("runs to target: budget %.0fs", curve_budget)
     started = time.monotonic()
     with ProgressBar(total=curve_budget, label="to-target", unit="runs", timed=True) as bar:
-        records = planner.execute(bar=bar)
+        try:
+            records = planner.execute(bar=bar)
+        except KeyboardInterrupt:  # keep the timing grid and the curves measured so far
+            log.warning("interrupted: writing the profiles measured so far")
+            records = planner.records
     curves_wall = time.monotonic() - started
     curves = curves_frame(records, {j.name: j for j in jobs})
     log.info("runs to target done in %.0fs", curves_wall)

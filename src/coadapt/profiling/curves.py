@@ -85,6 +85,8 @@ def run_group_curve_runner(run: CurveRun, max_steps: int | None, base: Path,
                               batch_size=run.batch_size, ckpt_dir=ckpt, events=events,
                               seed=run.seed, max_steps=max_steps, verify=False, resume=resume,
                               target=target))
+    if res.status == "preempted":  # the group took our SIGINT/SIGTERM: stop profiling
+        raise KeyboardInterrupt(f"worker group stopped by a signal ({events})")
     if res.status == "failed":
         raise RuntimeError(f"{run.label()}: worker group failed: {res.message} (logs in {ckpt})")
     return list(read_events(events))

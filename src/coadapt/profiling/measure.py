@@ -136,6 +136,8 @@ def run_group_runner(cell: Cell, max_steps: int, seed: int, events: Path) -> lis
     res = run_group(RunConfig(job_type=cell.type, workers=cell.workers,
                               batch_size=cell.batch_size, ckpt_dir=ckpt, events=events,
                               seed=seed, max_steps=max_steps, verify=False, timeout=600.0))
+    if res.status == "preempted":  # the group took our SIGINT/SIGTERM: stop profiling
+        raise KeyboardInterrupt(f"worker group stopped by a signal ({events})")
     if res.status == "failed":
         raise RuntimeError(f"{cell.label()}: worker group failed: {res.message} (logs in {ckpt})")
     return list(read_events(events))
