@@ -206,15 +206,22 @@ class CurvePlanner:
             steps = self.model.max_steps(job, run.workers, run.batch_size, min(cap, remaining))
             if bar is not None:
                 bar.note(f"resume {run.label()} (<= {steps} steps)")
-            t0 = time.monotonic()
-            try:
-                events = self.runner(run, steps, self._base(run), True, None)
-            except (RuntimeError, ValueError, OSError) as exc:  # keep the curve we have
-                log.error("resuming %s failed: %s", run.label(), exc)
-                continue
-            self._account(rec, events, time.monotonic() - t0, steps)
+            self._continue(rec, steps, None, "resuming")
 
     # ------------------------------------------------------------------ running
+    def _continue(self, rec: RunRecord, steps: int, target: float | None, what: str) -> bool:
+        """Resume a run from its checkpoint for ``steps`` more steps; on failure
+        keep the curve measured so far. True if the continuation ran."""
+        run = rec.run
+        t0 = time.monotonic()
+        try:
+            events = self.runner(run, steps, self._base(run), True, target)
+        except (RuntimeError, ValueError, OSError) as exc:
+            log.error("%s %s failed: %s", what, run.label(), exc)
+            return False
+        self._account(rec, events, time.monotonic() - t0, steps)
+        return True
+
     def _base(self, run: CurveRun) -> Path:
         return self.dir / f"{run.type}-M{run.batch_size}-s{run.seed}"
 
@@ -289,11 +296,5 @@ class CurvePlanner:
             if bar is not None:
                 bar.note(f"extend {run.label()} (+{steps} steps)")
             never = 1e9 if job.higher_is_better else -1e9
-            t0 = time.monotonic()
-            try:
-                events = self.runner(run, steps, self._base(run), True, never)
-            except (RuntimeError, ValueError, OSError) as exc:  # keep the curve we have
-                log.error("extending %s failed: %s", run.label(), exc)
-                continue
-            self._account(rec, events, time.monotonic() - t0, steps)
-            rec.status = "reached"
+            if self._continue(rec, steps, never, "extending"):
+                rec.status = "reached"

@@ -131,18 +131,19 @@ class SimJob:
 
     # ------------------------------------------------------------- decisions
     def choose_batch(self, batch: int | None) -> None:
-        """Set micro-batch and accumulation: the job's own goodput optimum when
-        adaptive and it has a model, else the given (or requested) batch."""
+        """Set micro-batch and accumulation for a batch the scheduler chose;
+        with none given, an adaptive job takes its own goodput optimum (as an
+        AdaptDL agent does between rounds), a fixed one its request."""
         p, r = self.profile, self.replicas
-        if self.adaptive and self.model is not None:
+        if batch is None and self.adaptive and self.model is not None:
             c = self.model.optimize(np.array([len(self.placement)]), np.array([r]),
                                     p.max_batch_size, (p.min_local_bsz, p.max_local_bsz))
             self.micro, self.accum = int(c.local_bsz[0]), int(c.accum_steps[0])
-        else:
-            target = batch if batch is not None else self.spec.batch_size
-            if self.adaptive:
-                target = max(p.init_batch_size, p.min_local_bsz * r)
-            self.micro, self.accum = p.split_batch(target, r)
+            return
+        if batch is None:
+            batch = max(p.init_batch_size, p.min_local_bsz * r) if self.adaptive else \
+                self.spec.batch_size
+        self.micro, self.accum = p.split_batch(batch, r)
 
     def reallocate(self, t: float, allocation: tuple[int, ...], delay: float) -> None:
         self.allocation = allocation
