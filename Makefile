@@ -15,7 +15,7 @@ REF      ?= ../shared/reference/adaptdl
 
 help:
 	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4 INTERVAL=30 RESTART=5]"
-	@echo "make test | make profile [QUICK=1] | make report OUT=out/sim | make lint"
+	@echo "make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim | make lint"
 	@echo "make bench-reference [REF=../shared/reference/adaptdl]"
 
 $(STAMP): pyproject.toml
@@ -32,8 +32,11 @@ simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
 		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --restart-delay $(RESTART) --out $(OUT)
 
+# The full run rewrites the shipped profiles/; a quick pass goes to out/profiles-quick
+# unless PROFILE_OUT says otherwise.
 profile: $(STAMP)
-	$(VENV)/bin/coadapt profile --out profiles $(if $(QUICK),--quick,)
+	$(VENV)/bin/coadapt profile --out $(or $(PROFILE_OUT),$(if $(QUICK),out/profiles-quick,profiles)) \
+		$(if $(QUICK),--quick,)
 
 # Regenerate the shipped default workload from the shipped profiles (seeded).
 philly-small: $(STAMP)

@@ -18,6 +18,7 @@ from coadapt.jobs.registry import JOB_TYPES
     (["run", JOB, "--ckpt", "X", "--workers", "8", "--batch", "8"], "batch"),
     (["run", JOB, "--ckpt", "X", "--max-steps", "0"], "max-steps"),
     (["run", JOB, "--ckpt", "X", "--eval-every", "-1"], "eval-every"),
+    (["run", JOB, "--ckpt", "X", "--time-limit", "0"], "time-limit"),
     (["verify", "X"], "ckpt_dir"),
 ])
 def test_bad_input_exits_2_naming_the_field(argv: list[str], field: str, tmp_path: Path,

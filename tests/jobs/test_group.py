@@ -137,3 +137,19 @@ def test_parent_sigkill_takes_workers_down(tmp_path: Path) -> None:
     proc.kill()
     proc.wait()
     wait_for(lambda: not any(pid_alive(p) for p in workers), timeout=10, what="workers to die")
+
+
+def test_stop_after_checkpoints_gracefully(tmp_path: Path) -> None:
+    """A wall-clock limit (the profiler's budget) stops the group like SIGTERM does:
+    status time_limit, exit 0, a checkpoint at the last step, resumable."""
+    ckpt, ev = tmp_path / "ckpt", tmp_path / "events.jsonl"
+    res = run_group(RunConfig(JOB, workers=1, batch_size=64, ckpt_dir=ckpt, events=ev,
+                              target=NEVER, eval_every=1e9, stop_after=4.0, timeout=120))
+    assert res.status == "time_limit" and res.exit_code == 0, res
+    assert 4.0 <= res.wall_seconds < 60.0
+    last = events_of(ev, "observation")[-1]
+    assert load_checkpoint(ckpt)["step"] == last["step"] == res.step
+    again = run_group(RunConfig(JOB, workers=1, batch_size=64, ckpt_dir=ckpt, resume=True,
+                                events=ev, target=NEVER, eval_every=1e9, max_steps=2,
+                                timeout=120))
+    assert again.status == "max_steps" and again.step == res.step + 2

@@ -101,10 +101,12 @@ class FakeRunner:
     def __init__(self) -> None:
         self.state: dict[Path, tuple[list[dict[str, Any]], float, int]] = {}
         self.calls: list[tuple[int, int | None, bool]] = []
+        self.limits: list[float | None] = []
 
     def __call__(self, run: CurveRun, max_steps: int | None, base: Path, resume: bool,
-                 target: float | None) -> list[dict[str, Any]]:
+                 target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
         self.calls.append((run.batch_size, max_steps, resume))
+        self.limits.append(seconds)
         events, progress, step = self.state.get(base, ([{"t": 0.0, "kind": "start"}], 0.0, 0))
         assert resume == (base in self.state)
         goal = 0.85 if target is None else target
@@ -225,7 +227,7 @@ def test_capped_curve_kept_and_flagged() -> None:
 def test_probe_then_resume_when_time_allows(tmp_path: Path) -> None:
     """16 x M0 looks too expensive for the core tier: probed (capped), then resumed
     from its checkpoint in the finish tier, where the rest of its need fits."""
-    job = Job(eval_every=10)
+    job = Job(eval_every=4)  # a probe (4 progress) is far from the target
     summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
                             "step_time": [0.01, 5.0], "sync_time": [0.0, 0.0]})
     runner = FakeRunner()
@@ -239,9 +241,13 @@ def test_probe_then_resume_when_time_allows(tmp_path: Path) -> None:
     assert [c for c in runner.calls if c[0] == 512][1][2] is True  # second launch resumed
 
 
-def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a simulated clock that each run advances by its priced cost, the planner
-    ends within its budget plus at most one forced M0 run or one core probe."""
+@pytest.mark.parametrize("mispriced", [1.0, 3.0])
+def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     mispriced: float) -> None:
+    """With a simulated clock that each run advances by its true cost, the planner ends
+    within its budget (plus a forced M0 run), also when the timing grid underprices
+    steps ``mispriced`` times: the wall-clock limit of each launch stops it (the group
+    checkpoints), whatever its step cap says."""
     import coadapt.profiling.curve_plan as plan
 
     clock = [0.0]
@@ -253,15 +259,19 @@ def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyP
     fake = FakeRunner()
 
     def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
-               target: float | None) -> list[dict[str, Any]]:
+               target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
+        assert seconds is not None and seconds > 0
+        per = mispriced * model.step_time(job, run.workers, run.batch_size)
+        fits = max(int((seconds - 2.0) / per), 1)
         before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
-        events = fake(run, max_steps, base, resume, target)
+        events = fake(run, min(max_steps or fits, fits), base, resume, target, seconds)
         steps = sum(e["kind"] == "observation" for e in events) - before
-        clock[0] += model.seconds(job, run.workers, run.batch_size, steps)
+        clock[0] += 2.0 + steps * per
         return events
 
     planner = CurvePlanner([job], model, budget_s=200.0, quick=False, seeds=3, workers_max=2,
                            runner=runner, workdir=tmp_path)
     records = planner.execute()
-    assert clock[0] <= 200.0 + 60.0, clock[0]
+    m0 = next(r for r in records if r.tier == "m0")
+    assert clock[0] <= 200.0 + 10.0 + (m0.wall_s if mispriced > 1 else 0.0), clock[0]
     assert any(r.status == "skipped" for r in records)  # the budget did bind

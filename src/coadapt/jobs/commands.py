@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="skip the fresh-process re-evaluation at completion")
     run.add_argument("--timeout", type=float, default=None,
                      help="kill the group and fail after this many wall seconds")
+    run.add_argument("--time-limit", type=float, default=None,
+                     help="after this many wall seconds, checkpoint at the next step and stop "
+                          "(exit 0, status time_limit; continue with --resume)")
     run.set_defaults(func=cmd_run)
 
     ver = sub.add_parser("verify", help="re-evaluate a checkpoint against its target",
@@ -101,9 +104,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             batch_size=args.batch if args.batch is not None else job.init_batch_size,
             ckpt_dir=args.ckpt, resume=args.resume, events=args.events, job_id=args.job_id,
             seed=args.seed, max_steps=args.max_steps, target=args.target,
-            eval_every=args.eval_every, verify=not args.no_verify, timeout=args.timeout)
+            eval_every=args.eval_every, verify=not args.no_verify, timeout=args.timeout,
+            stop_after=args.time_limit)
         if cfg.eval_every is not None and cfg.eval_every <= 0:
             raise ConfigError("eval-every", "must be positive")
+        if cfg.stop_after is not None and cfg.stop_after <= 0:
+            raise ConfigError("time-limit", "must be positive (seconds)")
         res = run_group(cfg)
     except ConfigError as exc:
         return _bad_input("run", exc)

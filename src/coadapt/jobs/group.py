@@ -42,7 +42,9 @@ THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THRE
 @dataclass(frozen=True)
 class RunConfig:
     """One launch of a job. ``target``/``eval_every`` override the job type's (tests,
-    profiling); ``timeout`` bounds this launch's wall time (then it fails)."""
+    profiling); ``timeout`` bounds this launch's wall time (then it fails);
+    ``stop_after`` is a soft bound: past it the group checkpoints and stops
+    gracefully, status ``time_limit`` (a profiler's time budget)."""
 
     job_type: str
     workers: int
@@ -57,12 +59,13 @@ class RunConfig:
     eval_every: float | None = None
     verify: bool = True
     timeout: float | None = None
+    stop_after: float | None = None
     exit_grace: float = 60.0
 
 
 @dataclass
 class GroupResult:
-    """How a launch ended. status: complete | preempted | max_steps | failed."""
+    """How a launch ended. status: complete | preempted | max_steps | time_limit | failed."""
 
     status: str
     exit_code: int
@@ -113,6 +116,7 @@ class Group:
         self._logs: list[IO[bytes]] = []
         self._stop_requested = False
         self._stop_sent = False
+        self._time_limited = False
         self._verify: subprocess.Popen[bytes] | None = None
         self._status: dict[str, Any] | None = None
         self._result: GroupResult | None = None
@@ -200,6 +204,11 @@ class Group:
             return self._result
         if self._verify is not None:
             return self._poll_verify()
+        limit = self.cfg.stop_after
+        if (limit is not None and not self._stop_requested
+                and time.monotonic() - self.started > limit):
+            self._time_limited = True
+            self.request_stop()
         if self._stop_requested and not self._stop_sent:
             for p in self.procs:
                 if p.poll() is None:
@@ -246,6 +255,8 @@ class Group:
                 message: str = "") -> GroupResult:
         st = self._status or {}
         status = st["status"]
+        if status == "preempted" and self._time_limited:
+            status = "time_limit"
         code = 1 if verified is False else 0
         self._result = GroupResult(
             status=status, exit_code=code, step=st["step"], progress=st["progress"],

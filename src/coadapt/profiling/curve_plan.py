@@ -12,10 +12,14 @@ cheapest runs go first. A run's time share is what it is predicted to need
 (AdaScale keeps progress-to-target roughly constant across batch sizes, so the
 M0 curve and the gain r(S) predict the steps; the timing grid prices them) if
 that fits, an equal share of the tier's remaining time if there is no
-prediction yet, and a short probe (a couple of validation rows, for phi and
-the metric at that batch) if it cannot fit. Shares are enforced by capping
-optimizer steps. A capped run keeps its curve and is marked as not having
-reached the target: nothing is extrapolated.
+prediction yet, and, for the core batch sizes only, a short probe (a validation
+row, for phi and the metric at that batch) if it cannot fit; other runs that
+cannot fit are skipped. Shares are enforced twice: by capping optimizer steps
+(priced by the timing grid) and by a wall-clock limit on the launch, past
+which the group checkpoints and stops; no launch outlives the total budget
+except a forced M0 run (without which no profile loads). A capped run keeps
+its curve and is marked as not having reached the target: nothing is
+extrapolated.
 """
 
 from __future__ import annotations
@@ -178,9 +182,9 @@ class CurvePlanner:
             return remaining / (len(others) + 1)
         if expect <= remaining:
             return max(min(cap, remaining), probe)
-        # a probe must fit in the tier, or for core sizes at least in the whole budget
-        if probe > remaining and not (rec.tier == "core"
-                                      and time.monotonic() + probe <= self._end):
+        # only core sizes probe (their phi and metric matter most); a probe must fit in
+        # the whole budget
+        if rec.tier != "core" or time.monotonic() + probe > self._end:
             return 0.0
         log.info("%s: needs ~%.0fs, more than this tier has left (%.0fs); probing only",
                  rec.run.label(), expect, max(remaining, 0.0))
@@ -203,19 +207,22 @@ class CurvePlanner:
                 log.info("%s: resuming needs ~%.0fs, %.0fs left; stays capped", run.label(),
                          expect, max(remaining, 0.0))
                 continue
-            steps = self.model.max_steps(job, run.workers, run.batch_size, min(cap, remaining))
+            seconds = min(cap, remaining)
+            steps = self.model.max_steps(job, run.workers, run.batch_size, seconds)
             if bar is not None:
                 bar.note(f"resume {run.label()} (<= {steps} steps)")
-            self._continue(rec, steps, None, "resuming")
+            self._continue(rec, steps, None, "resuming", seconds)
 
     # ------------------------------------------------------------------ running
-    def _continue(self, rec: RunRecord, steps: int, target: float | None, what: str) -> bool:
-        """Resume a run from its checkpoint for ``steps`` more steps; on failure
-        keep the curve measured so far. True if the continuation ran."""
+    def _continue(self, rec: RunRecord, steps: int, target: float | None, what: str,
+                  seconds: float) -> bool:
+        """Resume a run from its checkpoint for ``steps`` more steps (and at most
+        ``seconds``); on failure keep the curve measured so far. True if it ran."""
         run = rec.run
         t0 = time.monotonic()
         try:
-            events = self.runner(run, steps, self._base(run), True, target)
+            events = self.runner(run, steps, self._base(run), True, target,
+                                 self._wall_limit(seconds))
         except (RuntimeError, ValueError, OSError) as exc:
             log.error("%s %s failed: %s", what, run.label(), exc)
             return False
@@ -225,13 +232,24 @@ class CurvePlanner:
     def _base(self, run: CurveRun) -> Path:
         return self.dir / f"{run.type}-M{run.batch_size}-s{run.seed}"
 
+    def _wall_limit(self, seconds: float, forced: bool = False) -> float:
+        """A launch's wall-clock limit: its share, within what is left of the budget
+        (a forced run keeps its share, with room for a mispriced first validation)."""
+        if forced:
+            return max(1.5 * seconds, 1.0)
+        return max(min(seconds, self._end - time.monotonic()), 1.0)
+
     def _run(self, rec: RunRecord, share: float, bar: ProgressBar | None) -> None:
         job, run = self.jobs[rec.run.type], rec.run
+        min_steps = self._steps_for(rec, job.eval_every)  # a useful curve has a validation row
+        forced = rec.tier == "m0"  # never skip M0: without it no profile loads
+        if forced:
+            share = max(share, self._need(rec)[2])
+        else:
+            share = min(share, self._end - time.monotonic())
         steps = self.model.max_steps(job, run.workers, run.batch_size, share)
-        # a useful curve has at least one validation row
-        min_steps = self._steps_for(rec, job.eval_every)
-        if rec.tier == "m0":
-            steps = max(steps, min_steps)  # never skip M0: without it no profile loads
+        if forced:
+            steps = max(steps, min_steps)
         if steps < min_steps:
             rec.status = "skipped"
             log.info("%s: skipped, its share of the time budget (%.0fs) is too small",
@@ -241,7 +259,8 @@ class CurvePlanner:
             bar.note(f"{run.label()} (<= {steps} steps)")
         t0 = time.monotonic()
         try:
-            events = self.runner(run, steps, self._base(run), False, None)
+            events = self.runner(run, steps, self._base(run), False, None,
+                                 self._wall_limit(share, forced))
         except (RuntimeError, ValueError, OSError) as exc:  # one bad run, not the profile
             rec.status = "failed"
             rec.wall_s = time.monotonic() - t0
@@ -296,5 +315,5 @@ class CurvePlanner:
             if bar is not None:
                 bar.note(f"extend {run.label()} (+{steps} steps)")
             never = 1e9 if job.higher_is_better else -1e9
-            if self._continue(rec, steps, never, "extending"):
+            if self._continue(rec, steps, never, "extending", share):
                 rec.status = "reached"

@@ -11,10 +11,10 @@ moves between runs, which bounds how precisely any scheduler can know it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -39,9 +39,15 @@ class CurveRun:
         return f"{self.type} M={self.batch_size} K={self.workers} seed={self.seed}"
 
 
-# (run, max_steps or None, base path, resume, target override) -> all events of the run so
-# far; events go to ``base.jsonl``, the checkpoint to ``base.ckpt`` (kept for extensions).
-CurveRunner = Callable[[CurveRun, int | None, Path, bool, float | None], list[dict[str, Any]]]
+class CurveRunner(Protocol):
+    """Train ``run`` for at most ``max_steps`` steps and ``seconds`` wall seconds
+    (then checkpoint and stop), resuming its checkpoint if ``resume``, with an
+    optional target override; returns all events of the run so far. Events go to
+    ``base.jsonl``, the checkpoint to ``base.ckpt`` (kept for extensions)."""
+
+    def __call__(self, run: CurveRun, max_steps: int | None, base: Path, resume: bool,
+                 target: float | None, seconds: float | None = None,
+                 ) -> list[dict[str, Any]]: ...
 
 
 CORE_FACTORS = (1, 4, 16)
@@ -69,13 +75,14 @@ def curve_workers(job: Any, batch_size: int, workers_max: int) -> int:
 
 def run_group_curve_runner(run: CurveRun, max_steps: int | None, base: Path,
                            resume: bool = False, target: float | None = None,
-                           ) -> list[dict[str, Any]]:
+                           seconds: float | None = None) -> list[dict[str, Any]]:
     """Train with the real worker group until the target (or ``max_steps``).
 
     ``resume`` continues the run from its checkpoint (same event file), and
     ``target`` overrides the job's target: an unreachable one extends a
     finished curve past its target. A failed group raises; a run cut by
-    ``max_steps`` is returned as is (its curve then does not reach the target).
+    ``max_steps`` or by ``seconds`` (a graceful stop with a checkpoint) is
+    returned as is (its curve then does not reach the target).
     """
     from coadapt.eventlog import read_events
     from coadapt.jobs import RunConfig, run_group
@@ -84,7 +91,7 @@ def run_group_curve_runner(run: CurveRun, max_steps: int | None, base: Path,
     res = run_group(RunConfig(job_type=run.type, workers=run.workers,
                               batch_size=run.batch_size, ckpt_dir=ckpt, events=events,
                               seed=run.seed, max_steps=max_steps, verify=False, resume=resume,
-                              target=target))
+                              target=target, stop_after=seconds))
     if res.status == "preempted":  # the group took our SIGINT/SIGTERM: stop profiling
         raise KeyboardInterrupt(f"worker group stopped by a signal ({events})")
     if res.status == "failed":
