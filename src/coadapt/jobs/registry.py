@@ -1,7 +1,7 @@
 """The job types: one registry dict, name -> JobType.
 
 Targets were chosen with benchmarks/jobs_calibrate.py so that one worker at M0
-reaches them in ~20 s (mlp) to ~4 min (lstm) on a 2-core machine, and so that
+reaches them in ~10 s (mlp) to ~4 min (lstm) on an idle 2-core machine, and so that
 statistical efficiency visibly drops at 16 x M0.
 
 The text types start at M0 = 8 sequences (512 characters), not 32: their

@@ -7,9 +7,7 @@ tested on stored data without training anything.
 
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -161,20 +159,3 @@ def select_validation(curves: pl.DataFrame) -> tuple[dict[int, pl.DataFrame], di
               for b, g in sorted(runs.items()) if not g["reached"].any()}
     return {b: g.select(cols) for b, g in runs.items() if g.height}, capped
 
-
-def refresh_summary(folder: str | Path) -> Path:
-    """Recompute ``curves.by_batch_size`` in profile.json from the folder's curves.csv.
-
-    For re-deriving the summary after a change to its definition without
-    measuring again; everything else in the folder is left as it is.
-    """
-    from coadapt.profiling.cpu_format import read_cpu_profile
-
-    prof = read_cpu_profile(folder, require_validation=False)
-    if prof.curves is None:
-        raise ValueError(f"{folder}: no curves.csv to recompute the summary from")
-    doc = json.loads((Path(folder) / "profile.json").read_text(encoding="utf-8"))
-    doc.setdefault("curves", {})["by_batch_size"] = curve_summary(prof.curves, prof.meta)
-    (Path(folder) / "profile.json").write_text(json.dumps(doc, indent=2) + "\n",
-                                               encoding="utf-8")
-    return Path(folder)

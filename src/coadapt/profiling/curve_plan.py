@@ -245,9 +245,8 @@ class CurvePlanner:
         forced = rec.tier == "m0"  # never skip M0: without it no profile loads
         if forced:
             share = max(share, self._need(rec)[2])
-        else:
-            share = min(share, self._end - time.monotonic())
-        steps = self.model.max_steps(job, run.workers, run.batch_size, share)
+        limit = self._wall_limit(share, forced)
+        steps = self.model.max_steps(job, run.workers, run.batch_size, min(share, limit))
         if forced:
             steps = max(steps, min_steps)
         if steps < min_steps:
@@ -259,8 +258,7 @@ class CurvePlanner:
             bar.note(f"{run.label()} (<= {steps} steps)")
         t0 = time.monotonic()
         try:
-            events = self.runner(run, steps, self._base(run), False, None,
-                                 self._wall_limit(share, forced))
+            events = self.runner(run, steps, self._base(run), False, None, limit)
         except (RuntimeError, ValueError, OSError) as exc:  # one bad run, not the profile
             rec.status = "failed"
             rec.wall_s = time.monotonic() - t0
