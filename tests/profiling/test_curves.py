@@ -275,3 +275,39 @@ def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyP
     m0 = next(r for r in records if r.tier == "m0")
     assert clock[0] <= 200.0 + 10.0 + (m0.wall_s if mispriced > 1 else 0.0), clock[0]
     assert any(r.status == "skipped" for r in records)  # the budget did bind
+
+
+def test_finishing_core_runs_comes_before_extra_seeds(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16 x M0 run that only got a probe in the core tier is resumed to its target
+    even when that takes most of the budget: reaching the target at the core batch
+    sizes matters more than extra seeds, which get what is left."""
+    import coadapt.profiling.curve_plan as plan
+
+    clock = [0.0]
+    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
+    job = Job(eval_every=4)
+    summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
+                            "step_time": [0.05, 24.0], "sync_time": [0.0, 0.0]})
+    model = StepModel(summary, startup={"toy": 0.0}, overhead={"toy": 1.0})
+    fake = FakeRunner()
+    launches: list[tuple[int, int, bool]] = []
+
+    def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
+               target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
+        launches.append((run.batch_size, run.seed, resume))
+        per = model.step_time(job, run.workers, run.batch_size)
+        before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
+        events = fake(run, max_steps, base, resume, target, seconds)
+        clock[0] += (sum(e["kind"] == "observation" for e in events) - before) * per
+        return events
+
+    planner = CurvePlanner([job], model, budget_s=1000.0, quick=False, seeds=2, workers_max=2,
+                           runner=runner, workdir=tmp_path)
+    records = planner.execute()
+    big = next(r for r in records if r.run.batch_size == 512 and r.run.seed == 0)
+    assert big.status == "reached" and big.launches >= 2, big
+    resumed = launches.index((512, 0, True))
+    assert big.wall_s > 0.15 * 1000.0  # more than a 15% finish tier could have given it
+    assert all(i > resumed for i, (_, seed, _) in enumerate(launches) if seed == 1)
+    assert clock[0] <= 1000.0

@@ -69,7 +69,7 @@ def settings_from_args(args: argparse.Namespace) -> ProfileSettings:
     if args.repeats:
         grid = replace(grid, repeats=args.repeats)
     seeds = args.seeds if args.seeds else (1 if args.quick else 3)
-    budget = args.budget if args.budget else (4.5 if args.quick else 40.0)
+    budget = args.budget if args.budget else (4.5 if args.quick else 43.0)
     return ProfileSettings(grid=grid, seeds=seeds, quick=args.quick, budget_s=budget * 60.0,
                            plots=not args.no_plots)
 
@@ -205,6 +205,6 @@ def register(subparsers: Any) -> None:
                    help="runs to target per batch size (default: 3, quick 1)")
     p.add_argument("--budget", type=float, default=None,
                    help="wall-clock budget in minutes; runs to target are capped to fit "
-                        "(default: 40, quick 4.5)")
+                        "(default: 43, quick 4.5)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=handler)

@@ -6,7 +6,7 @@ the text jobs at 16 x M0). A fixed wall-clock budget is split into tiers, most
 important first: M0 (seed 0) of every type, then 4M0 and 16M0, extending
 finished curves so every batch size has as many validation rows as the
 longest one (the simulator aligns rows by index), extra seeds at the core
-sizes (phi spread), extra batch sizes (2M0, 8M0, 32M0). Tier deadlines are
+sizes (phi spread; M0 first), extra batch sizes (2M0, 8M0, 32M0). Tier deadlines are
 cumulative, so time a tier leaves unused flows to the next. Inside a tier the
 cheapest runs go first. A run's time share is what it is predicted to need
 (AdaScale keeps progress-to-target roughly constant across batch sizes, so the
@@ -52,8 +52,11 @@ from coadapt.report.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 
-FULL_TIERS = (("m0", 0.25), ("core", 0.30), ("finish", 0.15), ("extend", 0.05),
-              ("seeds", 0.15), ("extra", 0.07), ("extend-extra", 0.03))
+# Cumulative deadlines: a tier may use what earlier tiers left. "finish" (core runs
+# that were only probed, resumed to their target) reaches to 88% of the budget: the
+# core sizes reaching their target matter more than extra seeds or batch sizes.
+FULL_TIERS = (("m0", 0.25), ("core", 0.35), ("finish", 0.28), ("extend", 0.02),
+              ("seeds", 0.07), ("extra", 0.02), ("extend-extra", 0.01))
 QUICK_TIERS = (("m0", 0.5), ("core", 0.35), ("extend", 0.15))
 
 
@@ -82,9 +85,12 @@ class CurvePlanner:
                     run = CurveRun(job.name, m, curve_workers(job, m, self.workers_max), seed)
                     recs.append(RunRecord(run, tier))
         cost = {n: self.model.step_time(j, 1, j.init_batch_size) for n, j in self.jobs.items()}
-        # cheapest first: by expected seconds once predictable, else by step time
-        return sorted(recs, key=lambda r: (r.run.seed, self._need(r)[0] or 0.0,
-                                           cost[r.run.type], r.run.batch_size))
+        # M0 first (the phi spread over seeds is reported at M0), then cheapest first: by
+        # expected seconds once predictable, else by step time
+        return sorted(recs, key=lambda r: (r.run.seed,
+                                           r.run.batch_size != self.jobs[r.run.type].init_batch_size,
+                                           self._need(r)[0] or 0.0, cost[r.run.type],
+                                           r.run.batch_size))
 
     def execute(self, bar: ProgressBar | None = None) -> list[RunRecord]:
         tiers = QUICK_TIERS if self.quick else FULL_TIERS
