@@ -16,6 +16,7 @@ from coadapt.profiling.curve_records import StepModel, curves_frame, records_sum
 from coadapt.profiling.curves import (
     EXTRA_FACTORS,
     CurveRun,
+    CurveRunner,
     curve_batch_sizes,
     curve_workers,
     to_target,
@@ -241,6 +242,35 @@ def test_probe_then_resume_when_time_allows(tmp_path: Path) -> None:
     assert [c for c in runner.calls if c[0] == 512][1][2] is True  # second launch resumed
 
 
+def _clocked_runner(monkeypatch: pytest.MonkeyPatch, model: StepModel, job: Job,
+                    mispriced: float = 1.0, startup: float = 0.0,
+                    launches: list[tuple[int, int, bool]] | None = None,
+                    ) -> tuple[CurveRunner, list[float]]:
+    """A FakeRunner on a simulated clock (the planner's ``time.monotonic``): each
+    launch costs ``startup`` plus its steps at ``mispriced`` x the priced step time,
+    and, like the real group, stops at its wall-clock limit whatever its step cap."""
+    import coadapt.profiling.curve_plan as plan
+
+    clock = [0.0]
+    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
+    fake = FakeRunner()
+
+    def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
+               target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
+        assert seconds is not None and seconds > 0
+        if launches is not None:
+            launches.append((run.batch_size, run.seed, resume))
+        per = mispriced * model.step_time(job, run.workers, run.batch_size)
+        fits = max(int((seconds - startup) / per), 1)
+        before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
+        events = fake(run, min(max_steps or fits, fits), base, resume, target, seconds)
+        steps = sum(e["kind"] == "observation" for e in events) - before
+        clock[0] += startup + steps * per
+        return events
+
+    return runner, clock
+
+
 @pytest.mark.parametrize("mispriced", [1.0, 3.0])
 def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      mispriced: float) -> None:
@@ -248,27 +278,11 @@ def test_planner_keeps_to_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyP
     within its budget (plus a forced M0 run), also when the timing grid underprices
     steps ``mispriced`` times: the wall-clock limit of each launch stops it (the group
     checkpoints), whatever its step cap says."""
-    import coadapt.profiling.curve_plan as plan
-
-    clock = [0.0]
-    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
     job = Job(eval_every=10)
     summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
                             "step_time": [0.5, 8.0], "sync_time": [0.0, 0.0]})
     model = StepModel(summary, startup={"toy": 2.0}, overhead={"toy": 1.0})
-    fake = FakeRunner()
-
-    def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
-               target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
-        assert seconds is not None and seconds > 0
-        per = mispriced * model.step_time(job, run.workers, run.batch_size)
-        fits = max(int((seconds - 2.0) / per), 1)
-        before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
-        events = fake(run, min(max_steps or fits, fits), base, resume, target, seconds)
-        steps = sum(e["kind"] == "observation" for e in events) - before
-        clock[0] += 2.0 + steps * per
-        return events
-
+    runner, clock = _clocked_runner(monkeypatch, model, job, mispriced, startup=2.0)
     planner = CurvePlanner([job], model, budget_s=200.0, quick=False, seeds=3, workers_max=2,
                            runner=runner, workdir=tmp_path)
     records = planner.execute()
@@ -282,26 +296,12 @@ def test_finishing_core_runs_comes_before_extra_seeds(tmp_path: Path,
     """A 16 x M0 run that only got a probe in the core tier is resumed to its target
     even when that takes most of the budget: reaching the target at the core batch
     sizes matters more than extra seeds, which get what is left."""
-    import coadapt.profiling.curve_plan as plan
-
-    clock = [0.0]
-    monkeypatch.setattr(plan.time, "monotonic", lambda: clock[0])
     job = Job(eval_every=4)
     summary = pl.DataFrame({"type": ["toy"] * 2, "workers": [2, 2], "local_bsz": [16, 256],
                             "step_time": [0.05, 24.0], "sync_time": [0.0, 0.0]})
     model = StepModel(summary, startup={"toy": 0.0}, overhead={"toy": 1.0})
-    fake = FakeRunner()
     launches: list[tuple[int, int, bool]] = []
-
-    def runner(run: CurveRun, max_steps: int | None, base: Path, resume: bool,
-               target: float | None, seconds: float | None = None) -> list[dict[str, Any]]:
-        launches.append((run.batch_size, run.seed, resume))
-        per = model.step_time(job, run.workers, run.batch_size)
-        before = sum(e["kind"] == "observation" for e in fake.state.get(base, ([], 0, 0))[0])
-        events = fake(run, max_steps, base, resume, target, seconds)
-        clock[0] += (sum(e["kind"] == "observation" for e in events) - before) * per
-        return events
-
+    runner, clock = _clocked_runner(monkeypatch, model, job, launches=launches)
     planner = CurvePlanner([job], model, budget_s=1000.0, quick=False, seeds=2, workers_max=2,
                            runner=runner, workdir=tmp_path)
     records = planner.execute()
