@@ -38,9 +38,10 @@ _PROFILES = None
 def _run(task: tuple[str, str, str, str]) -> dict:
     global _PROFILES
     ref, wl_path, policy, out = task
+    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.engine.run import RunSettings
     from coadapt.profiling.adaptdl import load_adaptdl
-    from coadapt.sim.cluster import ClusterSpec
-    from coadapt.sim.run import SimSettings, simulate_policy
+    from coadapt.sim.run import simulate_policy
     from coadapt.workloads import load_workload
 
     if _PROFILES is None:
@@ -48,7 +49,7 @@ def _run(task: tuple[str, str, str, str]) -> dict:
     wl = load_workload(wl_path, set(_PROFILES))
     t0, c0 = time.perf_counter(), time.process_time()
     s = simulate_policy(wl, _PROFILES, policy,
-                        SimSettings(ClusterSpec.parse("16x4"), show_progress=False),
+                        RunSettings(ClusterSpec.parse("16x4"), show_progress=False),
                         Path(out) / wl.name / policy)
     s["run_s"] = time.perf_counter() - t0
     s["cpu_s"] = time.process_time() - c0

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     from coadapt.jobs import commands as job_commands
     from coadapt.profiling import commands as profile_commands
     from coadapt.report import commands as report_commands
+    from coadapt.report import compare_command
     from coadapt.sim import commands as sim_commands
     from coadapt.workloads import commands as workload_commands
 
@@ -40,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (sim_commands, report_commands, workload_commands, profile_commands,
-                   job_commands):
+    for module in (sim_commands, report_commands, compare_command, workload_commands,
+                   profile_commands, job_commands):
         module.register(sub)
     return parser
 

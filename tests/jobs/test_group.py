@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
-from jobtest_helpers import JOB, cli, events_of, wait_for
+from jobtest_helpers import JOB, cli, events_of, supervise_until, wait_for, worker_log
 
 from coadapt.jobs.checkpoint import load_checkpoint
 from coadapt.jobs.group import Group, RunConfig, run_group
 from coadapt.jobs.procs import children_of, pid_alive
+from coadapt.jobs.types import ConfigError
 from coadapt.jobs.verify import verify
 
 OBS_FIELDS = {
@@ -153,3 +155,64 @@ def test_stop_after_checkpoints_gracefully(tmp_path: Path) -> None:
                                 events=ev, target=NEVER, eval_every=1e9, max_steps=2,
                                 timeout=120))
     assert again.status == "max_steps" and again.step == res.step + 2
+
+
+def test_pinned_worker_and_verifier(tmp_path: Path) -> None:
+    """cores=(0,) pins the worker, and the verifier it spawns at completion, to core 0;
+    the start event records the cores; worker_timeout reaches the gloo group."""
+    if 0 not in os.sched_getaffinity(0):
+        pytest.skip("core 0 is not usable here")
+    ckpt, ev = tmp_path / "ckpt", tmp_path / "events.jsonl"
+    group = Group(RunConfig(JOB, workers=1, batch_size=32, ckpt_dir=ckpt, events=ev,
+                            target=0.3, eval_every=10.0, timeout=60, cores=(0,),
+                            worker_timeout=60.0, exit_grace=20.0)).start()
+    assert group.cores == (0,)
+    assert os.sched_getaffinity(group.pids[0]) == {0}
+    supervise_until(group, lambda: len(events_of(ev, "observation")) >= 1, what="a step")
+    assert os.sched_getaffinity(group.pids[0]) == {0}
+    verifier: set[int] | None = None
+    while (res := group.poll()) is None:
+        helpers = set(children_of(os.getpid())) - set(group.pids)
+        if verifier is None and helpers:
+            verifier = os.sched_getaffinity(helpers.pop())
+            assert group.verifying
+        time.sleep(0.02)
+    assert res.status == "complete" and res.verified is True, res
+    assert verifier == {0} and not group.verifying
+    assert events_of(ev, "start")[0]["cores"] == [0]
+    assert "gloo timeout 60 s, cpus [0]" in worker_log(ckpt, 0)
+
+
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"workers": 2, "cores": (0,)}, "cores"),
+    ({"workers": 1, "cores": (0, 1)}, "cores"),
+    ({"workers": 1, "cores": (4096,)}, "cores"),
+    ({"workers": 1, "worker_timeout": 0.0}, "worker-timeout"),
+    ({"workers": 1, "exit_grace": -1.0}, "exit-grace"),
+])
+def test_bad_cores_and_timeouts_are_config_errors(tmp_path: Path, fields: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        Group(RunConfig(JOB, batch_size=32, ckpt_dir=tmp_path / "ckpt", **fields))
+    assert err.value.field == field
+
+
+def test_kill_from_a_signal_handler_is_bounded_and_idempotent(tmp_path: Path) -> None:
+    """A hard kill from a signal handler (a live executor's second Ctrl-C) interrupts
+    wait(); it reaps the workers without blocking, and repeating it is a no-op."""
+    group = Group(RunConfig(JOB, workers=2, batch_size=64, ckpt_dir=tmp_path / "ckpt",
+                            target=NEVER, timeout=60)).start()
+    pids = group.pids
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: group.kill())
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        res = group.wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert res.status == "failed" and res.worker_exit_codes == [-signal.SIGKILL] * 2, res
+    assert not any(pid_alive(p) for p in pids)
+    t0 = time.monotonic()
+    group.kill()
+    group.kill()
+    assert time.monotonic() - t0 < 0.5
+    assert group.poll() is res

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from coadapt.models.batching import JobLimits, split_batch
 from coadapt.models.goodput import (
     GoodputModel,
     GradParams,
@@ -9,10 +10,11 @@ from coadapt.models.goodput import (
     fit_perf_params,
     gain,
     predicts_well,
-    split_batch,
     step_time,
 )
 
+LIM = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8, max_local_bsz=64,
+                max_replicas=64)
 P = PerfParams(alpha_c=0.02, beta_c=0.001, alpha_n=0.05, beta_n=0.002, alpha_r=0.01,
                beta_r=0.001, gamma=1.0)
 
@@ -62,17 +64,18 @@ def test_fit_priors_pin_unobserved_parameters():
 def test_optimize_prefers_large_batch_only_when_noise_allows():
     noisy = GoodputModel(P, GradParams(sqr=1.0, var=100.0), init_batch_size=32)
     quiet = GoodputModel(P, GradParams(sqr=1.0, var=0.01), init_batch_size=32)
-    a = noisy.optimize([1], [4], 1024, (8, 64))
-    b = quiet.optimize([1], [4], 1024, (8, 64))
+    a = noisy.optimize([1], [4], LIM)
+    b = quiet.optimize([1], [4], LIM)
     assert a.batch_size[0] * 4 > 4 * b.batch_size[0]
     # A brute-force check of the chosen goodput against every valid candidate.
     best = 0.0
     for batch in np.geomspace(32, 1024, 400):
-        micro, acc = split_batch(batch, 4, 64, 32, 1024)
+        micro, acc = split_batch(batch, 4, LIM)
         best = max(best, float(noisy.goodput(1, 4, micro, acc)))
     assert a.goodput[0] == pytest.approx(best, rel=0.03)
 
 
 def test_split_batch_matches_reference_rules():
-    m, s = split_batch(np.array([2048, 256, 256]), np.array([8, 1, 4]), 128, 128, 4096)
+    m, s = split_batch(np.array([2048, 256, 256]), np.array([8, 1, 4]),
+                       JobLimits(128, 4096, 8, 128, 64))
     assert list(m) == [128, 128, 64] and list(s) == [1, 1, 0]

@@ -1,11 +1,14 @@
 import numpy as np
 import pytest
 
+from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel, GradParams, PerfParams
 from coadapt.policies import REGISTRY, JobView, PolicyConfig, Snapshot, make_policy
 from coadapt.policies.base import Oracle
 
 CFG = PolicyConfig()
+LIMITS = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8, max_local_bsz=64,
+                   max_replicas=16)
 FAST = PerfParams(0.02, 0.001, 0.002, 1e-8, 0.001, 1e-8, 1.0)   # scales almost linearly
 SLOW = PerfParams(0.02, 0.001, 5.0, 1e-8, 5.0, 1e-8, 1.0)       # network dominates
 
@@ -15,8 +18,7 @@ def view(name, *, submit=0.0, alloc=(0, 0), req=1, batch=64, model=None, seen=0,
     return JobView(name=name, application="toy", submit_time=submit, age=age,
                    attained_service=attained, restarts=0, allocation=alloc,
                    batch_size=batch, requested_replicas=req, requested_batch=batch,
-                   init_batch_size=32, max_batch_size=1024, min_local_bsz=8,
-                   max_local_bsz=64, max_replicas=16, max_observed_replicas=seen,
+                   limits=LIMITS, max_observed_replicas=seen,
                    progress=0.0, model=model, oracle=oracle)
 
 

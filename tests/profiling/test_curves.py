@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from coadapt.models.batching import JobLimits
 from coadapt.profiling.build import build_profile, curve_summary, job_meta, select_validation
 from coadapt.profiling.cpu_format import read_cpu_profile, write_cpu_profile
 from coadapt.profiling.curve_plan import CurvePlanner
@@ -35,6 +36,12 @@ class Job:
     higher_is_better: bool = True
     eval_every: int = 10
     dataset_size: int = 1000
+    max_replicas: int = 64
+
+    @property
+    def limits(self) -> JobLimits:
+        return JobLimits(self.init_batch_size, self.max_batch_size, self.min_local_bsz,
+                         self.max_local_bsz, self.max_replicas)
 
 
 def _events(batch_size: int, seed: int = 0, n_steps: int = 40, every: int = 10,

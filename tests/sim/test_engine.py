@@ -3,11 +3,13 @@ import json
 import pytest
 from toyprofile import make_toy, toy_step
 
+from coadapt.engine.cluster import ClusterSpec
+from coadapt.engine.limits import declared_limits
+from coadapt.engine.loop import Engine
 from coadapt.eventlog import EventLog, read_events
 from coadapt.models.goodput import gain
 from coadapt.policies import PolicyConfig, make_policy
-from coadapt.sim.cluster import ClusterSpec
-from coadapt.sim.engine import Engine
+from coadapt.sim.backend import ModeledBackend
 from coadapt.workloads.workload import JobSpec, Workload
 
 
@@ -17,7 +19,8 @@ def run(tmp_path, jobs, policy="fixed", cluster="2x4", profile=None):
     path = tmp_path / f"{policy}.jsonl"
     with EventLog(path) as log:
         log.header(mode="simulate", policy=policy, total_slots=ClusterSpec.parse(cluster).total_slots)
-        eng = Engine(wl, {"toy": profile}, make_policy(policy, PolicyConfig()),
+        eng = Engine(wl, declared_limits(["toy"], {"toy": profile}),
+                     ModeledBackend({"toy": profile}, 30.0), make_policy(policy, PolicyConfig()),
                      ClusterSpec.parse(cluster), log, interval=60.0, restart_delay=30.0)
         result = eng.run()
     return result, list(read_events(path))
@@ -30,7 +33,7 @@ def test_single_fixed_job_completes_at_the_analytic_time(tmp_path):
     rate = float(gain(1.0, 4.0, 64 / 32)) / step  # progress per second
     expected = 60.0 + 30.0 + 1000.0 / rate  # first round, restart delay, 10 epochs x 100
     job = result.jobs[0]
-    assert job.completed_at == pytest.approx(expected, rel=1e-9)
+    assert job.record.completed_at == pytest.approx(expected, rel=1e-9)
     kinds = [e["kind"] for e in events]
     assert kinds.count("epoch") == 9 and kinds.count("complete") == 1
     # Event-driven: no ticking, only rounds, epochs and a handful of job events.
@@ -38,18 +41,25 @@ def test_single_fixed_job_completes_at_the_analytic_time(tmp_path):
 
 
 def test_jobs_report_observations_not_profile(tmp_path):
-    result, _ = run(tmp_path, [JobSpec("j", 0.0, "toy", 1, 32)], policy="pollux")
-    job = result.jobs[0]
-    # The fitted model exists and its observed configurations are ones the job ran.
-    assert job.model is not None
-    assert all(k[1] <= job.max_observed_replicas for k in job._observed)
+    result, events = run(tmp_path, [JobSpec("j", 0.0, "toy", 1, 32)], policy="pollux")
+    obs = result.jobs[0].record.obs
+    assert obs.model is not None
+    # The observed configurations are exactly those the job ran at, as its log shows.
+    ran, shape = set(), None
+    for e in events:
+        if e["kind"] == "allocate":
+            shape = (e["nodes"], e["replicas"])
+        if e["kind"] in ("epoch", "progress") or (e["kind"] == "allocate" and e["replicas"]):
+            ran.add((*shape, e["micro"]))
+    assert set(obs.configurations) == ran
+    assert obs.max_observed_replicas == max(k[1] for k in ran)
 
 
 @pytest.mark.parametrize("policy", ["fixed", "dynamic", "pollux", "tiresias", "optimus-oracle"])
 def test_every_policy_finishes_a_small_workload(tmp_path, policy):
     jobs = [JobSpec(f"j{i}", 20.0 * i, "toy", 1 + i % 4, 32 * (1 + i % 3)) for i in range(8)]
     result, events = run(tmp_path, jobs, policy=policy)
-    assert all(j.completed_at is not None for j in result.jobs)
+    assert all(j.record.completed_at is not None for j in result.jobs)
     # Never more slots in use than the cluster has.
     for e in events:
         if e["kind"] == "round":
@@ -62,7 +72,8 @@ def test_restart_delay_costs_time(tmp_path):
     prof = make_toy()
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
     with EventLog(tmp_path / "nodelay.jsonl") as log:
-        eng = Engine(wl, {"toy": prof}, make_policy("fixed", PolicyConfig()),
-                     ClusterSpec.parse("2x4"), log, restart_delay=0.0)
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 0.0),
+                     make_policy("fixed", PolicyConfig()), ClusterSpec.parse("2x4"), log,
+                     restart_delay=0.0)
         fast = eng.run()
-    assert slow.jobs[0].completed_at - fast.jobs[0].completed_at == pytest.approx(30.0)
+    assert slow.jobs[0].record.completed_at - fast.jobs[0].record.completed_at == pytest.approx(30.0)

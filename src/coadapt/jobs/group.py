@@ -4,12 +4,19 @@
 blocking form that also turns SIGTERM/SIGINT into a graceful stop. The parent
 owns the group: if a worker dies the rest are killed; if the parent dies the
 kernel kills the workers (PDEATHSIG).
+
+A running group can change its batch size in place (``Group.set_batch``): the
+request goes through ``control.json`` in the checkpoint directory and takes
+effect at the same step boundary on every rank (``coadapt.jobs.loop``). A
+control file left by an earlier launch never applies to a later one: ``start()``
+deletes it, and each request names the launch it is for.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import operator
 import os
 import signal
 import subprocess
@@ -23,16 +30,18 @@ from typing import IO, Any
 from coadapt.eventlog import EventLog
 from coadapt.jobs.checkpoint import (
     CKPT_FILE,
+    CONTROL_FILE,
     JOB_FILE,
     STATUS_FILE,
     atomic_write_json,
     read_json,
     remove_stale_temps,
+    write_control,
 )
-from coadapt.jobs.procs import free_port, preexec_worker, set_pdeathsig
+from coadapt.jobs.procs import can_pin, free_port, helper_preexec, worker_preexec
 from coadapt.jobs.registry import get_job_type
 from coadapt.jobs.spec import SPEC_ENV, WorkerSpec
-from coadapt.jobs.types import ConfigError, plan_batch
+from coadapt.jobs.types import BatchPlan, ConfigError, plan_batch
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +53,13 @@ class RunConfig:
     """One launch of a job. ``target``/``eval_every`` override the job type's (tests,
     profiling); ``timeout`` bounds this launch's wall time (then it fails);
     ``stop_after`` is a soft bound: past it the group checkpoints and stops
-    gracefully, status ``time_limit`` (a profiler's time budget)."""
+    gracefully, status ``time_limit`` (a profiler's time budget).
+
+    ``cores`` pins rank i to core ``cores[i]`` (and the verifier to all of them),
+    so co-located jobs do not migrate onto each other's slots. ``worker_timeout``
+    is the gloo timeout (rendezvous and every collective): how long a hung peer
+    goes unnoticed. ``exit_grace``: how long the others may linger after one
+    worker exited 0 before the group is failed. Live runs want both short."""
 
     job_type: str
     workers: int
@@ -61,6 +76,8 @@ class RunConfig:
     timeout: float | None = None
     stop_after: float | None = None
     exit_grace: float = 60.0
+    cores: tuple[int, ...] | None = None
+    worker_timeout: float = 300.0
 
 
 @dataclass
@@ -80,8 +97,26 @@ class GroupResult:
     message: str = ""
 
 
-def _preexec_verify() -> None:
-    set_pdeathsig(signal.SIGKILL)
+def _check_cores(cores: tuple[int, ...] | None, workers: int) -> tuple[int, ...] | None:
+    """The validated core list: one usable core per worker (a bad core would
+    otherwise surface as an opaque preexec_fn failure in ``start()``)."""
+    if cores is None:
+        return None
+    try:
+        cores = tuple(operator.index(c) for c in cores)
+    except TypeError:
+        raise ConfigError("cores", f"must be integers (got {cores!r})") from None
+    if len(cores) != workers:
+        raise ConfigError("cores", f"needs one core per worker: {len(cores)} cores "
+                          f"{list(cores)} for {workers} workers")
+    if not can_pin():
+        raise ConfigError("cores", "this platform cannot pin processes to cores")
+    usable = os.sched_getaffinity(0)
+    bad = sorted(set(cores) - usable)
+    if bad:
+        raise ConfigError("cores", f"{bad} not among this process's usable cores "
+                          f"{sorted(usable)}")
+    return cores
 
 
 class Group:
@@ -100,6 +135,11 @@ class Group:
         self.plan = plan_batch(self.job, cfg.workers, cfg.batch_size)
         if cfg.max_steps is not None and cfg.max_steps < 1:
             raise ConfigError("max-steps", f"must be at least 1 (got {cfg.max_steps})")
+        self._cores = _check_cores(cfg.cores, cfg.workers)
+        if not cfg.worker_timeout > 0:
+            raise ConfigError("worker-timeout", f"must be positive (got {cfg.worker_timeout})")
+        if not cfg.exit_grace >= 0:
+            raise ConfigError("exit-grace", f"must be at least 0 (got {cfg.exit_grace})")
         self.dir = Path(cfg.ckpt_dir)
         meta = read_json(self.dir / JOB_FILE) if self.dir.exists() else None
         if not cfg.resume and (self.dir / CKPT_FILE).exists():
@@ -121,6 +161,8 @@ class Group:
         self._status: dict[str, Any] | None = None
         self._result: GroupResult | None = None
         self._exited_ok_at: float | None = None
+        self._batch = cfg.batch_size
+        self._control_seq = 0
         self.wake = threading.Event()
 
     # ------------------------------------------------------------------ launch
@@ -129,6 +171,8 @@ class Group:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         remove_stale_temps(self.dir)
         (self.dir / STATUS_FILE).unlink(missing_ok=True)
+        # A batch request of an earlier launch is stale: this launch runs cfg.batch_size.
+        (self.dir / CONTROL_FILE).unlink(missing_ok=True)
         if self.job.prepare is not None:
             self.job.prepare()
         now = time.time()
@@ -147,33 +191,61 @@ class Group:
             events=str(Path(cfg.events).resolve()) if cfg.events else None,
             workers=cfg.workers, batch_size=cfg.batch_size, seed=self.meta["seed"],
             resume=cfg.resume, parent_pid=os.getpid(), max_steps=cfg.max_steps,
-            target=cfg.target, eval_every=cfg.eval_every)
+            target=cfg.target, eval_every=cfg.eval_every, timeout_s=cfg.worker_timeout,
+            launch=self.meta["launches"])
         port = free_port()
         self.started = time.monotonic()
-        for rank in range(cfg.workers):
-            env = {**os.environ, **THREAD_ENV, SPEC_ENV: spec.to_json(),
-                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                   "WORLD_SIZE": str(cfg.workers), "RANK": str(rank), "LOCAL_RANK": str(rank),
-                   "GLOO_SOCKET_IFNAME": "lo", "PYTHONUNBUFFERED": "1"}
-            fh = open(self.dir / "logs" / f"worker-{rank}.log", "ab")  # noqa: SIM115
-            self._logs.append(fh)
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "coadapt.jobs.worker"], env=env, stdin=subprocess.DEVNULL,
-                stdout=fh, stderr=subprocess.STDOUT, preexec_fn=preexec_worker,
-                start_new_session=True))
+        try:
+            for rank in range(cfg.workers):
+                env = {**os.environ, **THREAD_ENV, SPEC_ENV: spec.to_json(),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                       "WORLD_SIZE": str(cfg.workers), "RANK": str(rank),
+                       "LOCAL_RANK": str(rank), "GLOO_SOCKET_IFNAME": "lo",
+                       "PYTHONUNBUFFERED": "1"}
+                fh = open(self.dir / "logs" / f"worker-{rank}.log", "ab")  # noqa: SIM115
+                self._logs.append(fh)
+                core = self._cores[rank] if self._cores is not None else None
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "coadapt.jobs.worker"], env=env,
+                    stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                    preexec_fn=worker_preexec(core), start_new_session=True))
+        except BaseException:
+            # Never leave the ranks already started waiting for a rendezvous.
+            self.kill()
+            self._close()
+            raise
         kind = "start" if self.meta["launches"] == 1 else "restart"
         self._emit(kind, job_type=cfg.job_type, workers=cfg.workers,
                    batch_size=plan.batch_size, local_bsz=plan.local_bsz,
                    accum_steps=plan.accum_steps, launch=self.meta["launches"],
-                   seed=self.meta["seed"], pids=self.pids, wall=now)
-        log.info("%s %s: %d workers, batch %d (local %d x %d micro-steps), pids %s", kind,
-                 self.job_id, cfg.workers, plan.batch_size, plan.local_bsz,
-                 plan.accum_steps + 1, self.pids)
+                   seed=self.meta["seed"], pids=self.pids, wall=now,
+                   cores=list(self._cores) if self._cores is not None else None)
+        log.info("%s %s: %d workers, batch %d (local %d x %d micro-steps), pids %s, cores %s",
+                 kind, self.job_id, cfg.workers, plan.batch_size, plan.local_bsz,
+                 plan.accum_steps + 1, self.pids, self._cores)
         return self
 
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
+
+    @property
+    def verifying(self) -> bool:
+        """The workers are done and the verifier re-evaluates the final checkpoint
+        (the job's cores are still in use)."""
+        return self._verify is not None and self._result is None
+
+    @property
+    def cores(self) -> tuple[int, ...] | None:
+        """The cores the ranks are pinned to (rank i on ``cores[i]``), or None."""
+        return self._cores
+
+    @property
+    def batch_size(self) -> int:
+        """The batch size last requested of this launch (``cfg.batch_size`` until
+        ``set_batch``), as asked: ``plan`` holds how it is split and actually run.
+        The workers switch at their next step boundary, not at this call."""
+        return self._batch
 
     def _emit(self, kind: str, **fields: Any) -> None:
         if self.events is not None:
@@ -186,16 +258,60 @@ class Group:
         self._stop_requested = True
         self.wake.set()
 
-    def kill(self) -> None:
-        """SIGKILL every worker still running (by pid) and reap them."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-        for p in self.procs:
-            p.wait()
-        if self._verify is not None and self._verify.poll() is None:
-            self._verify.kill()
-            self._verify.wait()
+    def set_batch(self, batch_size: int) -> BatchPlan:
+        """Ask the running workers to switch to ``batch_size`` at their next step
+        boundary, without a restart (progress, optimizer and statistics carry on).
+
+        Checked with ``plan_batch`` first (ConfigError, nothing written); then
+        ``control.json`` is replaced atomically with {"batch_size", "seq",
+        "launch"}, seq increasing per launch. Rank 0 reads it before its next
+        step; that step's ``progress`` event (reason "rebatch") marks the switch.
+
+        Once the workers are done (verifying or ended) the request is dropped
+        with a log line, not an error: a scheduler reacting to the last events
+        of a launch races with its end, and the next launch takes its batch from
+        its RunConfig anyway. Returns the plan of the request.
+        """
+        if not self.procs:
+            raise RuntimeError(f"job {self.job_id}: set_batch before start()")
+        try:
+            batch = operator.index(batch_size)
+        except TypeError:
+            raise ConfigError("batch", f"must be an integer (got {batch_size!r})") from None
+        plan = plan_batch(self.job, self.cfg.workers, batch)
+        if self._result is not None or self._verify is not None:
+            log.info("job %s: batch %d not requested, the workers are done", self.job_id, batch)
+            return plan
+        assert self.meta is not None
+        self._control_seq += 1
+        write_control(self.dir, batch_size=batch, seq=self._control_seq,
+                      launch=self.meta["launches"])
+        self._batch, self.plan = batch, plan
+        log.info("job %s: batch %d requested (local %d x %d micro-steps), seq %d", self.job_id,
+                 batch, plan.local_bsz, plan.accum_steps + 1, self._control_seq)
+        return plan
+
+    def kill(self, timeout: float = 5.0) -> None:
+        """SIGKILL every worker and the verifier still running, then reap them.
+
+        Idempotent, and safe from a signal handler: the reaping waits at most
+        ``timeout`` seconds in all (a wait without a timeout could deadlock on
+        Popen's internal lock if the handler interrupted this thread inside
+        ``poll()``); a process not reaped by then is reaped by a later poll.
+        """
+        procs = [*self.procs, *([self._verify] if self._verify is not None else [])]
+        for p in procs:
+            if p.returncode is None:
+                p.kill()  # Popen checks for an already-reaped pid first
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            if p.returncode is not None:
+                continue
+            try:
+                p.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                log.warning("job %s: pid %d not reaped %.1f s after SIGKILL", self.job_id,
+                            p.pid, timeout)
 
     # ------------------------------------------------------------------ supervise
     def poll(self) -> GroupResult | None:
@@ -235,7 +351,7 @@ class Group:
             self._verify = subprocess.Popen(
                 [sys.executable, "-m", "coadapt.jobs.verify", str(self.dir), "--json"],
                 env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, preexec_fn=_preexec_verify)
+                stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(self._cores))
             return None
         return self._finish(verified=None, metric=self._status["metric"])
 

@@ -1,4 +1,15 @@
-"""The training loop of one rank: restore, step, observe, validate, checkpoint, stop."""
+"""The training loop of one rank: restore, step, observe, rebatch, validate,
+checkpoint, stop.
+
+Rebatching (AdaptDL-style, in place, no restart): the group parent writes
+``control.json`` = {"batch_size", "seq", "launch"}; rank 0 stats it before
+every step and contributes the requested batch to the step's statistics
+all-reduce (``StepRunner.step``). After that step every rank sees the same
+request, re-plans with ``plan_batch`` and, if the plan changed, runs the new
+one from the next step on; rank 0 logs one ``progress`` event (reason
+"rebatch"). A request addressed to another launch is ignored, so a stale file
+can never change a relaunch's batch (the parent also deletes it at start).
+"""
 
 from __future__ import annotations
 
@@ -15,8 +26,10 @@ import torch.distributed as dist
 from coadapt.eventlog import EventLog
 from coadapt.jobs.checkpoint import (
     CKPT_FILE,
+    CONTROL_FILE,
     JOB_FILE,
     STATUS_FILE,
+    ControlFile,
     atomic_save,
     atomic_write_json,
     load_checkpoint,
@@ -27,7 +40,7 @@ from coadapt.jobs.evaluate import evaluate
 from coadapt.jobs.registry import get_job_type
 from coadapt.jobs.spec import WorkerSpec
 from coadapt.jobs.trainer import StepRunner, make_optimizer
-from coadapt.jobs.types import plan_batch
+from coadapt.jobs.types import BatchPlan, ConfigError, plan_batch
 from coadapt.models.gradstats import GradStatsEMA
 
 log = logging.getLogger(__name__)
@@ -53,6 +66,9 @@ class TrainLoop:
         on = rank == 0 and spec.events is not None
         self.events = EventLog(spec.events, fsync=True) if on else None
         self.observations = EventLog(spec.events, fsync=False) if on else None
+        self.control = ControlFile(self.dir / CONTROL_FILE) if rank == 0 else None
+        self._request = 0  # rank 0: the valid request in control.json (0: none)
+        self._handled = 0  # every rank: the last request it re-planned for
 
     def t(self) -> float:
         return time.time() - self.first_start
@@ -62,8 +78,58 @@ class TrainLoop:
         if log_ is not None:
             log_.emit(self.t(), kind, self.spec.job_id, **fields)
 
+    def batch_request(self) -> int:
+        """Rank 0: the batch size control.json asks this launch for (0: none, or
+        not valid for this job and group -- checked here, so that the other ranks
+        only ever see valid requests). One stat per call; re-read on change."""
+        if self.control is None or not self.control.poll():
+            return self._request
+        ctl, self._request = self.control.value, 0
+        if ctl is None:
+            return 0
+        if ctl.get("launch") != self.spec.launch:
+            log.warning("ignoring control.json of launch %s (this is launch %d): %s",
+                        ctl.get("launch"), self.spec.launch, ctl)
+            return 0
+        batch = ctl.get("batch_size")
+        if not isinstance(batch, int) or isinstance(batch, bool):
+            log.warning("ignoring control.json without an integer batch_size: %s", ctl)
+            return 0
+        try:
+            plan_batch(self.job, self.world, batch)
+        except ConfigError as exc:
+            log.warning("ignoring control.json: %s", exc)
+            return 0
+        self._request = batch
+        return batch
+
+    def rebatch(self, runner: StepRunner, request: int, run_step: int) -> None:
+        """Every rank, after the step whose all-reduce carried ``request``: switch
+        to its plan if it differs from the current one (same decision on all ranks,
+        since plan_batch is deterministic and the request is the all-reduced sum).
+        A standing request is re-sent every step; it is planned once."""
+        if request == self._handled:
+            return
+        self._handled = request
+        plan = plan_batch(self.job, self.world, request)
+        old: BatchPlan = self.plan
+        if plan == old:
+            return
+        runner.set_plan(plan)
+        self.plan = plan
+        st = self.state
+        log.info("rebatch at step %d: batch %d -> %d (local %d x %d micro-steps), "
+                 "requested %d", st["step"], old.batch_size, plan.batch_size, plan.local_bsz,
+                 plan.accum_steps + 1, request)
+        seq = (self.control.value or {}).get("seq") if self.control is not None else None
+        self.emit("progress", reason="rebatch", step=st["step"], run_step=run_step,
+                  batch_size=plan.batch_size, local_bsz=plan.local_bsz,
+                  accum_steps=plan.accum_steps, workers=self.world, requested=request,
+                  previous_batch_size=old.batch_size, seq=seq, progress=st["progress"],
+                  samples=st["samples"])
+
     def run(self) -> str:
-        job, plan, spec = self.job, self.plan, self.spec
+        job, spec = self.job, self.spec
         data = job.load_data()
         torch.manual_seed(spec.seed)
         model = job.build_model()
@@ -81,13 +147,15 @@ class TrainLoop:
             torch.set_rng_state(ckpt["rng_torch"])
         self.state, self.model, self.opt, self.ema = st, model, opt, ema
         stream = SampleStream(len(data.train), spec.seed, st["epoch"], st["pos"])
-        runner = StepRunner(job, model, opt, data.train, plan, stream, ema, self.rank, self.world)
+        runner = StepRunner(job, model, opt, data.train, self.plan, stream, ema, self.rank,
+                            self.world)
         log.info("ready: %s at step %d, progress %.1f; %d workers, batch %d",
                  "resumed" if ckpt is not None else "fresh", st["step"], st["progress"],
-                 self.world, plan.batch_size)
+                 self.world, self.plan.batch_size)
         run_steps = 0
         while True:
-            res = runner.step(self.stop.is_set())
+            plan = self.plan
+            res = runner.step(self.stop.is_set(), self.batch_request())
             run_steps += 1
             st["step"] += 1
             st["progress"] += res.gain
@@ -100,6 +168,8 @@ class TrainLoop:
                       grad_sqr=ema.sqr, grad_var=ema.var, raw_sqr=res.raw_sqr,
                       raw_var=res.raw_var, gain=res.gain, lr=res.lr, loss=res.loss,
                       progress=st["progress"], samples=st["samples"], epoch=st["epoch"])
+            if res.batch_request:
+                self.rebatch(runner, res.batch_request, run_steps)
             status = None
             validated = st["progress"] >= st["next_eval"]
             if validated:

@@ -5,6 +5,8 @@ Linux: each worker gets PR_SET_PDEATHSIG=SIGKILL in the forked child before exec
 if the parent pid changes (covers a parent that died before prctl, and other
 platforms). SIGTERM is blocked across the exec so a stop request that arrives
 before the worker installed its handler stays pending instead of killing it.
+A worker can also be pinned to one CPU core (``os.sched_setaffinity`` in the
+same pre-exec hook), so from interpreter start-up on it runs only on that core.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -28,10 +31,34 @@ def set_pdeathsig(sig: int = signal.SIGKILL) -> bool:
     return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
-def preexec_worker() -> None:
-    """Runs in the forked child before exec (Popen preexec_fn)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    set_pdeathsig(signal.SIGKILL)
+def can_pin() -> bool:
+    """Whether this platform can pin a process to cores (Linux)."""
+    return hasattr(os, "sched_setaffinity")
+
+
+def worker_preexec(core: int | None = None) -> Callable[[], None]:
+    """The Popen ``preexec_fn`` of a worker (runs in the forked child before exec):
+    block SIGTERM across the exec, die with the parent, run only on ``core``."""
+
+    def preexec() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        set_pdeathsig(signal.SIGKILL)
+        if core is not None:
+            os.sched_setaffinity(0, {core})
+
+    return preexec
+
+
+def helper_preexec(cores: Collection[int] | None = None) -> Callable[[], None]:
+    """The ``preexec_fn`` of a short helper of a job (the verifier): die with the
+    parent, and stay on the job's ``cores`` so it does not disturb other jobs."""
+
+    def preexec() -> None:
+        set_pdeathsig(signal.SIGKILL)
+        if cores:
+            os.sched_setaffinity(0, set(cores))
+
+    return preexec
 
 
 def start_parent_watchdog(parent_pid: int, interval: float = 0.5) -> threading.Thread:

@@ -26,38 +26,64 @@ Pollux's jobs live in.
 
 from __future__ import annotations
 
-from functools import partial
+from typing import TYPE_CHECKING
 
-from torch import nn
-
-from coadapt.jobs.data import TEXT_CLASSES, load_mnist1d, load_text, mnist1d_arrays
-from coadapt.jobs.nets import MLP, CharLSTM, CharTransformer, SignalCNN
 from coadapt.jobs.types import ConfigError, JobType
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from coadapt.jobs.data import Data
 
 SEQ_LEN = 64
 
+# Models and data are imported when first built, so that reading the registry
+# (the job types' declared limits, for the simulator and the live scheduler)
+# does not import torch.
+
 
 def _mlp() -> nn.Module:
+    from coadapt.jobs.nets import MLP
+
     return MLP(40, 1024, 10, layers=2)
 
 
 def _cnn() -> nn.Module:
+    from coadapt.jobs.nets import SignalCNN
+
     return SignalCNN(40, channels=384)
 
 
 def _transformer() -> nn.Module:
+    from coadapt.jobs.data import TEXT_CLASSES
+    from coadapt.jobs.nets import CharTransformer
+
     return CharTransformer(TEXT_CLASSES, SEQ_LEN, width=128, heads=4, layers=2)
 
 
 def _lstm() -> nn.Module:
+    from coadapt.jobs.data import TEXT_CLASSES
+    from coadapt.jobs.nets import CharLSTM
+
     return CharLSTM(TEXT_CLASSES, embed=64, hidden=512)
 
 
 def _prepare_mnist1d() -> None:
+    from coadapt.jobs.data import mnist1d_arrays
+
     mnist1d_arrays()
 
 
-_text = partial(load_text, SEQ_LEN)
+def _mnist1d() -> Data:
+    from coadapt.jobs.data import load_mnist1d as load
+
+    return load()
+
+
+def _text() -> Data:
+    from coadapt.jobs.data import load_text
+
+    return load_text(SEQ_LEN)
 
 JOB_TYPES: dict[str, JobType] = {
     job.name: job
@@ -65,7 +91,7 @@ JOB_TYPES: dict[str, JobType] = {
         JobType(
             name="mlp-mnist1d", family="mlp",
             description="2x1024 ReLU MLP on MNIST-1D signals (small)",
-            load_data=load_mnist1d, build_model=_mlp, prepare=_prepare_mnist1d,
+            load_data=_mnist1d, build_model=_mlp, prepare=_prepare_mnist1d,
             task="classify", metric="accuracy", target=0.75, higher_is_better=True,
             init_batch_size=32, min_local_bsz=4, max_local_bsz=256, max_batch_size=512,
             eval_every=100.0, dataset_size=8000, base_lr=0.02,
@@ -73,7 +99,7 @@ JOB_TYPES: dict[str, JobType] = {
         JobType(
             name="cnn-mnist1d", family="cnn",
             description="3-layer 1D CNN (384 channels) on MNIST-1D signals (small-medium)",
-            load_data=load_mnist1d, build_model=_cnn, prepare=_prepare_mnist1d,
+            load_data=_mnist1d, build_model=_cnn, prepare=_prepare_mnist1d,
             task="classify", metric="accuracy", target=0.94, higher_is_better=True,
             init_batch_size=32, min_local_bsz=4, max_local_bsz=256, max_batch_size=512,
             eval_every=100.0, dataset_size=8000, base_lr=0.02,

@@ -10,7 +10,11 @@ SPEC_ENV = "COADAPT_WORKER_SPEC"
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """Everything a worker needs besides its rank (which comes from RANK/WORLD_SIZE)."""
+    """Everything a worker needs besides its rank (which comes from RANK/WORLD_SIZE).
+
+    ``launch`` numbers the group's launches of this job (job.json): rank 0 only
+    applies a ``control.json`` addressed to its own launch. ``timeout_s`` is the
+    gloo timeout of the rendezvous and of every collective."""
 
     job_type: str
     job_id: str
@@ -25,6 +29,7 @@ class WorkerSpec:
     target: float | None = None
     eval_every: float | None = None
     timeout_s: float = 300.0
+    launch: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -14,6 +14,10 @@ What is timed (all wall seconds, ``time.perf_counter``):
   compute and step_time - sync_time is the compute time.
 - ``cpu_time``: ``time.process_time()`` over the same span (all threads of the
   process, so gloo's I/O threads count).
+
+The statistics all-reduce also carries the control flags every rank must agree
+on at a step boundary: the stop request (OR-ed as a sum) and rank 0's batch-size
+request (only rank 0 contributes, so the sum is its value; 0 = none).
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ class StepResult:
     raw_sqr: float | None
     raw_var: float | None
     stop: bool
+    batch_request: int = 0
+    """The batch size rank 0 asked for in this step's all-reduce (0: none)."""
 
 
 class StepRunner:
@@ -83,6 +89,20 @@ class StepRunner:
         self._sync = _SyncState(divisor=float(plan.micro_batches))
         self.ddp.register_comm_hook(self._sync, _timed_allreduce_hook)
         self._prev: list[torch.Tensor] | None = None
+        self._prev_sqr = 0.0
+
+    def set_plan(self, plan: BatchPlan) -> None:
+        """Run ``plan`` from the next step on (every rank, at the same step boundary).
+
+        The comm hook averages over the new K; the K = 1 estimator forgets its
+        previous gradient, which was taken at another batch scale (or, after a
+        K >= 2 stretch, long ago), and pairs the next two K = 1 steps afresh.
+        """
+        if plan.workers != self.world:
+            raise ValueError(f"plan for {plan.workers} workers in a group of {self.world}")
+        self.plan = plan
+        self._sync.divisor = float(plan.micro_batches)
+        self._prev = None
         self._prev_sqr = 0.0
 
     def _grad_hook(self, grad: torch.Tensor) -> None:
@@ -114,9 +134,10 @@ class StepRunner:
         self._prev_sqr = total_sqr
         return raw
 
-    def step(self, stop: bool) -> StepResult:
+    def step(self, stop: bool, batch_request: int = 0) -> StepResult:
         """One optimizer step over batch M; ``stop`` is this rank's stop request,
-        OR-ed over ranks so that every rank stops after the same step."""
+        OR-ed over ranks so that every rank stops after the same step;
+        ``batch_request`` is rank 0's requested batch size (0 on other ranks)."""
         t0, c0 = time.perf_counter(), time.process_time()
         plan, r, world = self.plan, self.rank, self.world
         m, accum = plan.local_bsz, plan.accum_steps + 1
@@ -135,8 +156,8 @@ class StepRunner:
                 loss.backward()
             loss_sum += float(loss.detach())
         ts = time.perf_counter()
-        vec = torch.tensor([float(self._local), 1.0 if stop else 0.0, loss_sum],
-                           dtype=torch.float64)
+        vec = torch.tensor([float(self._local), 1.0 if stop else 0.0, loss_sum,
+                            float(batch_request)], dtype=torch.float64)
         dist.all_reduce(vec)
         sync = self._sync.seconds + time.perf_counter() - ts
         raw_sqr, raw_var = self._update_stats(float(vec[0]))
@@ -150,7 +171,8 @@ class StepRunner:
         return StepResult(step_time=time.perf_counter() - t0, sync_time=sync,
                           cpu_time=time.process_time() - c0,
                           loss=float(vec[2]) / plan.micro_batches, gain=gain, lr=lr,
-                          raw_sqr=raw_sqr, raw_var=raw_var, stop=bool(vec[1] > 0))
+                          raw_sqr=raw_sqr, raw_var=raw_var, stop=bool(vec[1] > 0),
+                          batch_request=round(float(vec[3])))
 
 
 def make_optimizer(job: JobType, model: nn.Module) -> torch.optim.Optimizer:

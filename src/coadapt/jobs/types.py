@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from torch import nn
+from coadapt.models.batching import JobLimits, split_batch
 
-from coadapt.jobs.data import Data
+if TYPE_CHECKING:
+    from torch import nn
+
+    from coadapt.jobs.data import Data
 
 
 class ConfigError(ValueError):
@@ -51,6 +55,14 @@ class JobType:
     optimizer: str = "sgd"
     prepare: Callable[[], None] | None = None
     """Run once by the group parent before launching (e.g. build a data cache)."""
+    max_replicas: int = 64
+    """Most workers the job accepts (the Pollux study's cap)."""
+
+    @property
+    def limits(self) -> JobLimits:
+        """The declared limits, as schedulers and the simulator see them."""
+        return JobLimits(self.init_batch_size, self.max_batch_size, self.min_local_bsz,
+                         self.max_local_bsz, self.max_replicas)
 
     def reached(self, metric: float, target: float | None = None) -> bool:
         goal = self.target if target is None else target
@@ -80,13 +92,10 @@ class BatchPlan:
 
 
 def plan_batch(job: JobType, workers: int, batch_size: int) -> BatchPlan:
-    """Split a requested batch over workers and accumulation steps.
-
-    Accumulation steps s = ceil(M / (R * max_local_bsz)) - 1, at least 1 for one
-    worker above M0 (so that K = R*(s+1) >= 2); the micro-batch is
-    M / (R * (s+1)) rounded to the nearest integer, so the batch actually run
-    can differ from the request by less than R * (s+1) samples.
-    """
+    """Check a (workers, batch) request against the job type's limits and split
+    it as everything else in coadapt does (``models.batching.split_batch``):
+    the batch actually run can exceed the request by less than R x (s+1)
+    samples (rounding up), never the job's maximum."""
     if workers < 1:
         raise ConfigError("workers", f"must be at least 1 (got {workers})")
     low = workers * job.min_local_bsz
@@ -99,15 +108,8 @@ def plan_batch(job: JobType, workers: int, batch_size: int) -> BatchPlan:
         raise ConfigError(
             "batch", f"{batch_size} exceeds max_batch_size {job.max_batch_size} of job type "
             f"{job.name}; lower the batch")
-    accum = math.ceil(batch_size / (workers * job.max_local_bsz))
-    if workers == 1 and batch_size > job.init_batch_size and batch_size >= 2 * job.min_local_bsz:
-        # One worker above M0 takes at least two micro-batches per step, so the
-        # gradient noise is estimated from independent micro-batches (as AdaptDL
-        # does); the two-consecutive-steps estimator is biased by momentum.
-        accum = max(accum, 2)
-    local = round(batch_size / (workers * accum))
-    local = max(job.min_local_bsz, min(job.max_local_bsz, local))
-    if workers * local * accum > job.max_batch_size:
-        local = job.max_batch_size // (workers * accum)
-    return BatchPlan(workers=workers, local_bsz=local, accum_steps=accum - 1,
-                     batch_size=workers * local * accum, init_batch_size=job.init_batch_size)
+    micro, accum = split_batch(batch_size, workers, job.limits)
+    local, accum = int(micro), int(accum)
+    return BatchPlan(workers=workers, local_bsz=local, accum_steps=accum,
+                     batch_size=workers * local * (accum + 1),
+                     init_batch_size=job.init_batch_size)

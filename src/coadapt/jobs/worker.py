@@ -4,7 +4,9 @@ Started by ``coadapt.jobs.group`` with the rendezvous in the standard env vars
 (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK) and its spec as JSON in
 COADAPT_WORKER_SPEC. SIGTERM only sets a flag: the flag is OR-ed over ranks in
 the per-step statistics all-reduce, so every rank stops after the same step,
-rank 0 checkpoints and all exit 0.
+rank 0 checkpoints and all exit 0. A batch-size request (``control.json``, read by
+rank 0) travels in the same all-reduce, so every rank re-plans its batch after
+the same step (``coadapt.jobs.loop``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def main() -> NoReturn:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=timedelta(seconds=spec.timeout_s))
-    log.info("rendezvous done (%d ranks)", world)
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    log.info("rendezvous done (%d ranks, launch %d, gloo timeout %g s, cpus %s)", world,
+             spec.launch, spec.timeout_s, cpus)
     try:
         from coadapt.jobs.loop import TrainLoop
 

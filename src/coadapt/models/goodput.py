@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.optimize
 
+from coadapt.models.batching import JobLimits, split_batch
+
 _TINY = 1e-8
 
 
@@ -182,22 +184,6 @@ def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: 
     return PerfParams(*map(float, x))
 
 
-def split_batch(batch_size, replicas, max_local_bsz: int, init_batch_size: int,
-                max_batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(micro-batch, accumulation steps) that run a fixed total batch on R
-    replicas: the fewest accumulation steps that keep the micro-batch within
-    its limit, and at least one on a single replica above M0 (so gradient
-    noise stays measurable)."""
-    batch = np.asarray(batch_size, dtype=float)
-    r = np.asarray(replicas, dtype=float)
-    local = np.ceil(batch / r - 1e-8)
-    accum = np.ceil(local / max_local_bsz - 1e-8) - 1
-    accum = np.where((r == 1) & (batch > init_batch_size), np.maximum(accum, 1), accum)
-    micro = np.ceil(local / (accum + 1) - 1e-8)
-    micro = np.minimum(micro, np.floor(max_batch_size / (r * (accum + 1))))
-    return np.maximum(micro, 1).astype(int), accum.astype(int)
-
-
 def predicts_well(perf: PerfParams, nodes: int, replicas: int, local_bsz: float,
                   step_time_obs: float, sync_time_obs: float, tol: float = 0.02) -> bool:
     """True when the model already predicts this observation (step and
@@ -243,29 +229,21 @@ class GoodputModel:
         batch = replicas * local_bsz * (accum_steps + 1)
         return self.throughput(nodes, replicas, local_bsz, accum_steps) * self.efficiency(batch)
 
-    def optimize(self, nodes, replicas, max_batch_size: int,
-                 local_bsz_range: tuple[int, int], accumulation: bool = True,
+    def optimize(self, nodes, replicas, limits: JobLimits,
                  num_candidates: int = 50) -> BatchChoice:
-        """Best batch size per (nodes, replicas): 50 geometric candidates in
-        [max(M0, min_m*R), max_batch]; accumulation splits a local batch that
-        exceeds the micro-batch limit. One replica above M0 always uses at least
-        one accumulation step so that gradient noise can still be measured."""
+        """Best batch size per (nodes, replicas): ``num_candidates`` geometric
+        candidates in [max(M0, min_m*R), max_batch], each run as
+        ``split_batch`` runs it (accumulation where the micro-batch limit
+        binds, two micro-batches on one replica above M0)."""
         nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
         replicas = np.atleast_1d(np.asarray(replicas, dtype=float))
         nodes, replicas = np.broadcast_arrays(nodes, replicas)
-        lo_m, hi_m = local_bsz_range
-        m0 = self.init_batch_size
-        lo = np.maximum(m0, lo_m * replicas)
-        hi = np.maximum(lo, max_batch_size)
+        lo_m, hi_m = limits.min_local_bsz, limits.max_local_bsz
+        lo = np.maximum(limits.init_batch_size, lo_m * replicas)
+        hi = np.maximum(lo, limits.max_batch_size)
         frac = np.linspace(0.0, 1.0, num_candidates)[:, None]
         batch = np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo)))
-        local = batch / replicas
-        if accumulation:
-            accum = np.ceil(local / hi_m - 1e-8) - 1
-            accum = np.where((replicas == 1) & (local > m0 + 1e-8), np.maximum(accum, 1), accum)
-        else:
-            accum = np.zeros_like(local)
-        micro = np.ceil(local / (accum + 1) - 1e-8)
+        micro, accum = split_batch(batch, replicas, limits)
         good = self.goodput(nodes, replicas, micro, accum)
         valid = (micro >= lo_m) & (micro <= hi_m) & (replicas * micro * (accum + 1) <= hi + 1e-8)
         good = np.where(valid, good, 0.0)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel
 
 
@@ -36,11 +37,7 @@ class JobView:
     batch_size: int
     requested_replicas: int
     requested_batch: int
-    init_batch_size: int
-    max_batch_size: int
-    min_local_bsz: int
-    max_local_bsz: int
-    max_replicas: int  # declared by the job type
+    limits: JobLimits  # declared by the job type (the job registry), never measured
     max_observed_replicas: int  # largest replica count the job has run at
     progress: float
     model: GoodputModel | None  # fitted from the job's own observations

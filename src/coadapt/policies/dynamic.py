@@ -30,7 +30,7 @@ class Dynamic:
         per_node = max(snap.slots_per_node)
         values = []
         for job in snap.jobs:
-            cap = min(growth_cap(job, snap.total_slots), job.requested_batch // job.min_local_bsz)
+            cap = min(growth_cap(job, snap.total_slots), job.requested_batch // job.limits.min_local_bsz)
             r = np.arange(1, max(cap, 1) + 1)
             x = fixed_batch_throughput(job, r, per_node)
             values.append(np.concatenate([[0.0], x / x[0]]))

@@ -11,7 +11,7 @@ import heapq
 
 import numpy as np
 
-from coadapt.models.goodput import split_batch
+from coadapt.models.batching import split_batch
 from coadapt.policies.base import JobView
 
 
@@ -28,8 +28,8 @@ def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
 def growth_cap(job: JobView, total_slots: int) -> int:
     """Most slots worth giving: at most twice what the job has run at (its
     throughput beyond that is an extrapolation), within its declared limits."""
-    cap = min(max(2 * job.max_observed_replicas, 1), total_slots, job.max_replicas,
-              job.max_batch_size // job.min_local_bsz)
+    cap = min(max(2 * job.max_observed_replicas, 1), total_slots,
+              job.limits.max_useful_replicas())
     return max(cap, 1)
 
 
@@ -39,16 +39,14 @@ def fixed_batch_throughput(job: JobView, replicas: np.ndarray, per_node: int) ->
     r = np.asarray(replicas, dtype=float)
     if job.model is None:
         return r
-    m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
-                       job.max_batch_size)
+    m, s = split_batch(job.requested_batch, r, job.limits)
     return job.model.throughput(packed_nodes(r, per_node), r, m, s)
 
 
 def best_goodput(job: JobView, nodes: np.ndarray, replicas: np.ndarray):
     """Best goodput and its (micro-batch, accumulation) per allocation shape."""
     assert job.model is not None
-    return job.model.optimize(nodes, replicas, job.max_batch_size,
-                              (job.min_local_bsz, job.max_local_bsz))
+    return job.model.optimize(nodes, replicas, job.limits)
 
 
 def _best_step(v: np.ndarray, r: int, budget: int, lookahead: bool) -> tuple[float, int]:

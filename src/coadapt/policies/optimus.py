@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coadapt.models.goodput import split_batch
+from coadapt.models.batching import split_batch
 from coadapt.policies.base import Assignment, Decision, JobView, PolicyConfig, Snapshot, register
 from coadapt.policies.estimates import greedy_marginal, packed_placement
 from coadapt.policies.placement import spread_most_free
@@ -31,10 +31,10 @@ class OptimusOracle:
         assert job.oracle is not None, "optimus-oracle needs oracle data from the engine"
         steps = self._steps.get(job.name)
         if steps is None:  # true step times at the fixed batch never change: once per job
-            cap = max(1, min(job.max_replicas, job.requested_batch // job.min_local_bsz, total))
+            lim = job.limits
+            cap = max(1, min(lim.max_replicas, job.requested_batch // lim.min_local_bsz, total))
             r = np.arange(1, cap + 1)
-            m, s = split_batch(job.requested_batch, r, job.max_local_bsz, job.init_batch_size,
-                               job.max_batch_size)
+            m, s = split_batch(job.requested_batch, r, lim)
             steps = np.array([job.oracle.step_time(packed_placement(int(ri), per_node), int(mi),
                                                    int(si))
                               for ri, mi, si in zip(r, m, s, strict=True)])

@@ -39,7 +39,7 @@ class Pollux:
         hit = self._tables.get(job.name)
         if hit is not None and hit[0] is job.model:
             return hit[1]
-        limit = max(1, min(total, job.max_replicas, job.max_batch_size // job.min_local_bsz))
+        limit = min(total, job.limits.max_useful_replicas())
         r = np.arange(1, limit + 1)
         table = np.concatenate([[0.0], best_goodput(job, packed_nodes(r, per_node), r).goodput])
         self._tables[job.name] = (job.model, table)
@@ -86,7 +86,7 @@ class Pollux:
     def _batch(job: JobView, alloc: tuple[int, ...]) -> int:
         replicas = sum(alloc)
         if job.model is None:
-            return max(job.init_batch_size, job.min_local_bsz * replicas)
+            return max(job.limits.init_batch_size, job.limits.min_local_bsz * replicas)
         nodes = sum(1 for a in alloc if a)
         choice = best_goodput(job, np.array([nodes]), np.array([replicas]))
         return int(choice.batch_size[0]) * replicas

@@ -15,8 +15,10 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 from scipy.interpolate import LinearNDInterpolator
+from threadpoolctl import threadpool_limits
 
-from coadapt.models.goodput import PerfParams, fit_perf_params, split_batch
+from coadapt.models.batching import JobLimits
+from coadapt.models.goodput import PerfParams, fit_perf_params
 from coadapt.models.goodput import step_time as model_step_time
 from coadapt.profiling import extrapolate
 
@@ -93,9 +95,15 @@ class AppProfile:
     @cached_property
     def fitted_perf(self) -> PerfParams:
         """The throughput model fitted to every measured point: used where the
-        measurements do not reach (e.g. 16 nodes from a 2-core CPU profile)."""
+        measurements do not reach (e.g. 16 nodes from a 2-core CPU profile).
+        Rounded to 9 significant digits: numpy's reductions round differently
+        with the threads and the memory alignment at hand, the optimizer then
+        ends elsewhere in the last digits, and near-ties in a policy's choice
+        made simulated results depend on what had run before in the process."""
         xs, ys = self._all_points
-        return fit_perf_params(xs[:, 0], xs[:, 1], xs[:, 2], ys[:, 0], ys[:, 1])
+        with threadpool_limits(1):
+            fit = fit_perf_params(xs[:, 0], xs[:, 1], xs[:, 2], ys[:, 0], ys[:, 1])
+        return PerfParams(*(float(f"{v:.9g}") for v in fit.as_array()))
 
     def throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
         """(step_time, sync_time) in seconds for one synchronizing step."""
@@ -269,8 +277,10 @@ class AppProfile:
         final = self.completion_epoch(batch_size)
         return max(self.iterations(batch_size, final) - self.iterations(batch_size, epoch), 0.0)
 
-    def split_batch(self, batch_size: int, replicas: int) -> tuple[int, int]:
-        """(micro-batch, accumulation steps) for a fixed total batch on R replicas."""
-        m, s = split_batch(batch_size, replicas, self.max_local_bsz, self.init_batch_size,
-                           self.max_batch_size)
-        return int(m), int(s)
+    @property
+    def limits(self) -> JobLimits:
+        """The limits this profile was measured under. The engine takes a job's
+        limits from the job registry instead (``engine.limits``); for imported
+        GPU traces these are the reference simulator's declarations."""
+        return JobLimits(self.init_batch_size, self.max_batch_size, self.min_local_bsz,
+                         self.max_local_bsz, self.max_replicas)

@@ -52,13 +52,14 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.engine.run import RunSettings
     from coadapt.policies import REGISTRY
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
-    from coadapt.sim.cluster import ClusterSpec
-    from coadapt.sim.run import SimSettings, simulate_policy
+    from coadapt.sim.run import simulate_policy
     from coadapt.workloads import WorkloadError, load_workload
 
     names = sorted(REGISTRY) if args.policy == "all" else args.policy.split(",")
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         workload = load_workload(args.workload, set(profiles))
     except (ValueError, ProfileError, WorkloadError) as exc:
         return _fail(str(exc))
-    settings = SimSettings(cluster, args.interval, args.restart_delay, args.seed, args.power,
+    settings = RunSettings(cluster, args.interval, args.restart_delay, args.seed, args.power,
                            show_progress=not args.no_progress)
     out = Path(args.out)
     summaries = []

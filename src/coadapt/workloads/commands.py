@@ -53,9 +53,10 @@ def _pairs(text: str, sep: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.engine.limits import declared_limits
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
-    from coadapt.sim.cluster import ClusterSpec
     from coadapt.workloads.generate import (
         ADAPTDL_CLASSES,
         CLASSES,
@@ -79,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
             if bad:
                 raise ValueError(f"--mix: unknown class {', '.join(bad)}; use {CLASSES}")
             arrivals = parametric_arrivals(args.jobs, args.window * 3600, mix, rng)
-        rows = generate(arrivals, args.jobs, profiles, classes, max(cluster.slots_per_node),
-                        cluster.total_slots, rng)
+        rows = generate(arrivals, args.jobs, profiles, declared_limits(profiles, profiles),
+                        classes, max(cluster.slots_per_node), cluster.total_slots, rng)
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload generate: error: {exc}\n")
         return 2

@@ -12,13 +12,13 @@ workload can be made without shipping any trace.
 from __future__ import annotations
 
 import csv
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from coadapt.models.batching import JobLimits, split_batch, step_with_accum
 from coadapt.policies.estimates import packed_placement
 from coadapt.profiling.profile import AppProfile
 
@@ -65,24 +65,21 @@ def parametric_arrivals(n: int, window_s: float, mix: dict[str, float],
     return [Arrival(float(t), str(c)) for t, c in zip(times, classes, strict=True)]
 
 
-def configurations(profile: AppProfile, per_node: int, total_slots: int,
+def configurations(profile: AppProfile, limits: JobLimits, per_node: int, total_slots: int,
                    lo: float = 0.5, hi: float = 0.8) -> list[tuple[int, int]]:
     """(replicas, batch) a practitioner would pick: best validated batch per R,
     kept when JCT < 12 h and scaling efficiency is in (lo, hi)."""
     out, base = [], None
     for r in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48):
-        if r > total_slots or r > profile.max_replicas or \
-                r * profile.min_local_bsz > profile.max_batch_size:
+        if r > total_slots or r > limits.max_useful_replicas():
             break
         best = None
         for batch in sorted(profile.validation):
-            local = math.ceil(batch / r - 1e-8)
-            if local < profile.min_local_bsz:
+            if batch < r * limits.min_local_bsz:
                 continue
-            accum = math.ceil(local / profile.max_local_bsz - 1e-8) - 1
-            micro = math.ceil(local / (accum + 1) - 1e-8)
-            step, sync = profile.throughput(packed_placement(r, per_node), micro)
-            step += accum * (step - sync)
+            micro, accum = split_batch(batch, r, limits)
+            step, sync = profile.throughput(packed_placement(r, per_node), int(micro))
+            step = step_with_accum(step, sync, int(accum))
             jct = profile.iterations(batch, profile.completion_epoch(batch)) * step
             if best is None or jct < best[0]:
                 best = (jct, batch)
@@ -98,12 +95,13 @@ def configurations(profile: AppProfile, per_node: int, total_slots: int,
 
 
 def generate(arrivals: list[Arrival], n: int, profiles: dict[str, AppProfile],
-             classes: dict[str, tuple[str, ...]], per_node: int, total_slots: int,
-             rng: np.random.Generator) -> list[tuple[str, float, str, int, int]]:
+             limits: dict[str, JobLimits], classes: dict[str, tuple[str, ...]], per_node: int,
+             total_slots: int, rng: np.random.Generator) -> list[tuple[str, float, str, int, int]]:
     """Sample n arrivals and give each a job type and a tuned configuration."""
     pick = rng.choice(len(arrivals), size=min(n, len(arrivals)), replace=False)
     chosen = sorted((arrivals[i] for i in pick), key=lambda a: a.time)
-    configs = {app: configurations(p, per_node, total_slots) for app, p in profiles.items()}
+    configs = {app: configurations(p, limits[app], per_node, total_slots)
+               for app, p in profiles.items()}
     rows = []
     for idx, a in enumerate(chosen):
         apps = [x for x in classes.get(a.size_class, ()) if x in profiles]

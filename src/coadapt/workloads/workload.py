@@ -28,6 +28,7 @@ class JobSpec:
     application: str
     num_replicas: int
     batch_size: int
+    line: int = 0  # line in the workload file, for error messages
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def load_workload(spec: str, applications: set[str] | None = None) -> Workload:
                 application=app,
                 num_replicas=_field(path, line, row, "num_replicas", int, 1),
                 batch_size=_field(path, line, row, "batch_size", int, 1),
+                line=line,
             ))
     if not jobs:
         raise WorkloadError(f"{path}: no jobs")

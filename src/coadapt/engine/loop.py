@@ -1,0 +1,171 @@
+"""The scheduling loop on a SimPy clock, for simulated and live jobs alike.
+
+Two engine processes: arrivals (a job is created by the backend and logged as
+``submit``) and a round every ``interval`` seconds (each job syncs, the policy
+sees a snapshot of the records, each job applies its assignment, ``allocate``
+and ``round`` are logged). Everything else a job does between rounds is the
+backend's (``engine.backend``). On ``simpy.Environment`` this is a simulation;
+on ``simpy.rt.RealtimeEnvironment`` with the live backend it runs real jobs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from coadapt.engine.backend import Backend, JobHandle
+from coadapt.engine.cluster import ClusterSpec
+from coadapt.eventlog import EventLog
+from coadapt.models.batching import JobLimits
+from coadapt.policies.base import Assignment, Decision, Policy, Snapshot
+from coadapt.workloads.workload import JobSpec, Workload
+
+
+class DecisionError(RuntimeError):
+    """A policy returned a decision the cluster cannot carry out."""
+
+
+@dataclass
+class EngineResult:
+    jobs: list[JobHandle]
+    decision_ms: list[float] = field(default_factory=list)
+    end_time: float = 0.0
+
+
+class Engine:
+    def __init__(self, workload: Workload, limits: Mapping[str, JobLimits], backend: Backend,
+                 policy: Policy, cluster: ClusterSpec, log: EventLog, *,
+                 interval: float = 60.0, restart_delay: float = 30.0,
+                 env: simpy.Environment | None = None,
+                 on_progress: Callable[[int, int, float], None] | None = None,
+                 round_info: Callable[[float], dict[str, Any]] | None = None,
+                 first_round: float | None = None) -> None:
+        self.workload, self.limits, self.backend, self.policy = workload, limits, backend, policy
+        self.cluster, self.log = cluster, log
+        self.interval, self.restart_delay = interval, restart_delay
+        self.env = env or simpy.Environment()
+        self.on_progress = on_progress
+        self.round_info = round_info
+        self.first_round = interval if first_round is None else first_round
+        self.active: list[JobHandle] = []
+        self.jobs: list[JobHandle] = []
+        self.abandoned: set[str] = set()
+        self.result = EngineResult(self.jobs)
+        self._pending: list[JobSpec] = list(workload.jobs)
+        self._done = self.env.event()
+
+    # ------------------------------------------------------------------ run
+    def adopt(self, job: JobHandle, abandoned: bool = False) -> None:
+        """Take over a job submitted before the clock started (a resumed run)."""
+        self._pending = [s for s in self._pending if s.name != job.record.name]
+        self.jobs.append(job)
+        if abandoned:
+            self.abandoned.add(job.record.name)
+        elif job.record.completed_at is None:
+            self.active.append(job)
+
+    def run(self) -> EngineResult:
+        self.backend.bind(self)
+        self.env.process(self._arrivals())
+        self.env.process(self._rounds())
+        if not self.active and not self._pending:
+            self._done.succeed()
+        self.env.run(until=self._done)
+        self.result.end_time = self.env.now
+        return self.result
+
+    def _arrivals(self):
+        for spec in self._pending:
+            if spec.submit_time > self.env.now:
+                yield self.env.timeout(spec.submit_time - self.env.now)
+            job = self.backend.create(spec, self.limits[spec.application], self.env.now)
+            self.jobs.append(job)
+            self.active.append(job)
+            self.log.emit(self.env.now, "submit", spec.name, application=spec.application,
+                          requested_replicas=spec.num_replicas, requested_batch=spec.batch_size)
+
+    def _rounds(self):
+        yield self.env.timeout(self.first_round)
+        while True:
+            self.round(self.env.now)
+            yield self.env.timeout(self.interval)
+
+    # ---------------------------------------------------------------- rounds
+    def round(self, now: float) -> None:
+        for job in self.active:
+            job.sync(now)
+        nodes = self.cluster.num_nodes
+        snap = Snapshot(now, self.cluster.slots_per_node,
+                        tuple(j.record.view(now, nodes, self._oracle(j)) for j in self.active),
+                        self.restart_delay, self.interval)
+        t0 = time.perf_counter()
+        decision = self.policy.decide(snap)
+        ms = (time.perf_counter() - t0) * 1e3
+        self.result.decision_ms.append(ms)
+        empty = (0,) * nodes
+        self.check(decision)
+        used = 0
+        for job in self.active:
+            a = decision.get(job.record.name, Assignment(empty))
+            used += sum(a.allocation)
+            if job.apply(a, now):
+                r = job.record
+                self.log.emit(now, "allocate", r.name, allocation=list(a.allocation),
+                              replicas=r.replicas, nodes=len(r.placement), batch=r.batch_size,
+                              micro=r.micro, accum=r.accum, restart=r.restarts > 0)
+        extra = self.round_info(now) if self.round_info is not None else {}
+        self.log.emit(now, "round", None, decision_ms=ms, active=len(self.active),
+                      used_slots=used, utilization=used / self.cluster.total_slots, **extra)
+
+    def _oracle(self, job: JobHandle):
+        return job.oracle() if self.policy.uses_oracle else None
+
+    def check(self, decision: Decision) -> None:
+        """Fail loudly on a decision that names unknown jobs, has the wrong
+        number of nodes or overfills a node."""
+        names = {j.record.name for j in self.active}
+        load = [0] * self.cluster.num_nodes
+        for name, a in decision.items():
+            if name not in names:
+                raise DecisionError(f"policy {self.policy.name} allocated to {name!r}, which is "
+                                    "not an active job")
+            if len(a.allocation) != self.cluster.num_nodes or min(a.allocation, default=0) < 0:
+                raise DecisionError(f"policy {self.policy.name} gave {name} the allocation "
+                                    f"{a.allocation}; the cluster has {self.cluster.num_nodes} "
+                                    "nodes")
+            load = [x + y for x, y in zip(load, a.allocation, strict=True)]
+        over = [i for i, (x, cap) in enumerate(zip(load, self.cluster.slots_per_node, strict=True))
+                if x > cap]
+        if over:
+            raise DecisionError(f"policy {self.policy.name} overfills node(s) {over}: "
+                                f"{load} slots asked of {list(self.cluster.slots_per_node)}")
+
+    # ------------------------------------------------------------ completion
+    def complete(self, job: JobHandle, now: float, **fields: Any) -> None:
+        """A backend reports that ``job`` reached its target (verified if live)."""
+        r = job.record
+        r.completed_at = now
+        self.active.remove(job)
+        self.log.emit(now, "complete", r.name, jct=now - r.spec.submit_time,
+                      progress=r.progress, restarts=max(r.restarts, 0), **fields)
+        self._finished(now)
+
+    def abandon(self, job: JobHandle, now: float, reason: str) -> None:
+        """A backend gives up on ``job`` (e.g. it failed more often than
+        allowed): it leaves the schedule without a completion."""
+        self.active.remove(job)
+        self.abandoned.add(job.record.name)
+        self.log.emit(now, "fail", job.record.name, reason=reason, fatal=True, abandoned=True)
+        self._finished(now)
+
+    def _finished(self, now: float) -> None:
+        done = sum(j.record.completed_at is not None for j in self.jobs) + len(self.abandoned)
+        total = len(self.workload.jobs)
+        if self.on_progress is not None:
+            self.on_progress(done, total, now)
+        if done == total and not self._done.triggered:
+            self._done.succeed()

@@ -1,0 +1,105 @@
+"""A job's own observations -> fitted throughput model -> goodput model.
+
+An AdaptDL agent keeps the step and all-reduce times it measured per
+configuration (nodes, replicas, micro-batch) and its gradient statistics, and
+fits the Pollux throughput model to them. The policy sees that fitted model,
+never the profile. A modeled job reports one exact value per configuration; a
+live job reports every step, noisy, so each configuration keeps a window of
+recent samples and the fit uses their median.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coadapt.models.goodput import (
+    GoodputModel,
+    GradParams,
+    PerfParams,
+    fit_perf_params,
+    predicts_well,
+)
+
+Key = tuple[int, int, int]  # (nodes, replicas, micro-batch)
+
+
+@dataclass
+class Observations:
+    """Samples per configuration, the fitted model and when to refit it.
+
+    A refit is due when a configuration is new or its median moved by more
+    than ``tolerance`` since the last fit, and the model mispredicts it; fits
+    happen at most every ``refit_interval`` seconds, as an agent refits
+    periodically rather than per step.
+    """
+
+    init_batch_size: int
+    refit_interval: float = 30.0
+    tolerance: float = 0.05
+    window: int = 32
+    model: GoodputModel | None = None
+    max_observed_replicas: int = 0
+    _samples: dict[Key, deque[tuple[float, float]]] = field(default_factory=dict)
+    _checked: dict[Key, tuple[float, float]] = field(default_factory=dict)
+    _perf: PerfParams | None = None
+    _grad: GradParams | None = None
+    _stale: bool = False
+    _fit_at: float = -np.inf
+
+    @property
+    def grad(self) -> GradParams | None:
+        return self._grad
+
+    @property
+    def configurations(self) -> list[Key]:
+        return list(self._samples)
+
+    def value(self, key: Key) -> tuple[float, float]:
+        """Median (step, sync) of the samples kept for ``key``."""
+        arr = np.asarray(self._samples[key], dtype=float)
+        if len(arr) == 1:
+            return float(arr[0, 0]), float(arr[0, 1])
+        med = np.median(arr, axis=0)
+        return float(med[0]), float(med[1])
+
+    def record(self, key: Key, step: float, sync: float) -> None:
+        """One measured synchronizing step (no accumulation) at ``key``."""
+        q = self._samples.get(key)
+        if q is None:
+            q = self._samples[key] = deque(maxlen=self.window)
+            self.max_observed_replicas = max(self.max_observed_replicas, key[1])
+        q.append((float(step), float(sync)))
+        cur = self.value(key)
+        seen = self._checked.get(key)
+        if seen is not None and abs(cur[0] / seen[0] - 1) <= self.tolerance \
+                and abs((cur[0] - cur[1]) / max(seen[0] - seen[1], 1e-12) - 1) <= self.tolerance:
+            return
+        self._checked[key] = cur
+        if self._perf is None or not predicts_well(self._perf, *key, *cur, tol=self.tolerance):
+            self._stale = True
+
+    def set_grad(self, sqr: float, var: float) -> bool:
+        """New gradient statistics; True when they changed the model."""
+        if self._grad is not None and (self._grad.sqr, self._grad.var) == (sqr, var):
+            return False
+        self._grad = GradParams(float(sqr), float(var))
+        self._rebuild()
+        return True
+
+    def refit(self, t: float) -> bool:
+        """Refit the throughput model if it is stale and a refit is due."""
+        if not self._stale or (self._perf is not None and t - self._fit_at < self.refit_interval):
+            return False
+        rows = np.array([(*k, *self.value(k)) for k in self._samples], dtype=float)
+        self._perf = fit_perf_params(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4],
+                                     init=self._perf)
+        self._stale, self._fit_at = False, t
+        self._rebuild()
+        return True
+
+    def _rebuild(self) -> None:
+        if self._perf is not None and self._grad is not None:
+            self.model = GoodputModel(self._perf, self._grad, self.init_batch_size)

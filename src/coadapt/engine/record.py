@@ -1,0 +1,100 @@
+"""What the scheduler knows about one job, in sim and live alike.
+
+The record holds the job's request, declared limits, current allocation and
+batch, the service it attained and its own observations. A backend (modeled
+or live) updates it; the engine turns it into the ``JobView`` a policy sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coadapt.engine.observations import Observations
+from coadapt.models.batching import JobLimits, split_batch
+from coadapt.models.goodput import GoodputModel
+from coadapt.policies.base import JobView, Oracle
+from coadapt.workloads.workload import JobSpec
+
+
+@dataclass
+class JobRecord:
+    spec: JobSpec
+    limits: JobLimits
+    obs: Observations
+    allocation: tuple[int, ...] = ()
+    micro: int = 0
+    accum: int = 0
+    adaptive: bool = False
+    progress: float = 0.0
+    restarts: int = -1  # the first allocation is a start, not a restart
+    attained: float = 0.0
+    last_t: float = 0.0
+    completed_at: float | None = None
+
+    @classmethod
+    def new(cls, spec: JobSpec, limits: JobLimits, now: float) -> JobRecord:
+        return cls(spec, limits, Observations(limits.init_batch_size), last_t=now)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def placement(self) -> tuple[int, ...]:
+        return tuple(a for a in self.allocation if a)
+
+    @property
+    def replicas(self) -> int:
+        return sum(self.allocation)
+
+    @property
+    def batch_size(self) -> int:
+        return self.replicas * self.micro * (self.accum + 1)
+
+    @property
+    def model(self) -> GoodputModel | None:
+        return self.obs.model
+
+    def accrue(self, t: float) -> float:
+        """Count slot-seconds held up to ``t``; returns the seconds elapsed."""
+        dt = t - self.last_t
+        if dt <= 0:
+            return 0.0
+        self.attained += dt * self.replicas
+        self.last_t = t
+        return dt
+
+    def set_allocation(self, allocation: tuple[int, ...]) -> None:
+        """A changed allocation: a (re)start when it has slots, a stop otherwise."""
+        self.allocation = allocation
+        if self.replicas:
+            self.restarts += 1
+        else:
+            self.micro = self.accum = 0
+
+    def choose_batch(self, batch: int | None) -> None:
+        """Micro-batch and accumulation for the batch the scheduler chose; with
+        none given, an adaptive job takes its own goodput optimum (as an
+        AdaptDL agent does between rounds), a fixed one its request."""
+        lim, r = self.limits, self.replicas
+        if batch is None and self.adaptive and self.model is not None:
+            c = self.model.optimize(np.array([len(self.placement)]), np.array([r]), lim)
+            self.micro, self.accum = int(c.local_bsz[0]), int(c.accum_steps[0])
+            return
+        if batch is None:
+            batch = max(lim.init_batch_size, lim.min_local_bsz * r) if self.adaptive else \
+                self.spec.batch_size
+        micro, accum = split_batch(batch, r, lim)
+        self.micro, self.accum = int(micro), int(accum)
+
+    def view(self, now: float, nodes: int, oracle: Oracle | None = None) -> JobView:
+        return JobView(
+            name=self.name, application=self.spec.application,
+            submit_time=self.spec.submit_time, age=now - self.spec.submit_time,
+            attained_service=self.attained, restarts=max(self.restarts, 0),
+            allocation=self.allocation or (0,) * nodes, batch_size=self.batch_size,
+            requested_replicas=self.spec.num_replicas, requested_batch=self.spec.batch_size,
+            limits=self.limits, max_observed_replicas=self.obs.max_observed_replicas,
+            progress=self.progress, model=self.model, oracle=oracle)

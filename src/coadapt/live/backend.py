@@ -1,0 +1,138 @@
+"""The live job backend: real worker groups on real cores, polled on the wall clock.
+
+A SimPy process polls every job every ``poll`` seconds (new worker events,
+group exits, launches waiting for cores) and refreshes the status table. The
+experiment clock is the realtime environment's; worker events carry wall
+times relative to their job's first start and are translated onto it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from coadapt.engine.backend import EngineContext
+from coadapt.engine.cluster import ClusterSpec
+from coadapt.engine.record import JobRecord
+from coadapt.live.cores import CorePool
+from coadapt.live.job import LiveJob
+from coadapt.live.status import StatusTable
+from coadapt.models.batching import JobLimits
+from coadapt.workloads.workload import JobSpec
+
+log = logging.getLogger(__name__)
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C or SIGTERM stopped the run; every group has checkpointed and exited."""
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How live jobs are run. ``targets``/``eval_every`` override job types'
+    (tiny settings for tests); times in seconds."""
+
+    poll: float = 0.25
+    warmup_steps: int = 3  # per launch, as the profiler drops them
+    max_retries: int = 3
+    worker_timeout: float = 60.0
+    exit_grace: float = 20.0
+    stop_timeout: float = 60.0  # graceful stop at shutdown before a kill
+    seed: int = 0
+    targets: Mapping[str, float] = field(default_factory=dict)
+    eval_every: Mapping[str, float] = field(default_factory=dict)
+    status: bool = True
+
+
+class LiveBackend:
+    mode: ClassVar[str] = "live"
+
+    def __init__(self, out_dir: Path, cluster: ClusterSpec, settings: LiveSettings,
+                 cores: list[int] | None = None, status: StatusTable | None = None) -> None:
+        self.out_dir = out_dir
+        self.settings = settings
+        self.pool = CorePool(cluster, cores)
+        self.jobs: list[LiveJob] = []
+        self.status = status
+        self.ctx: EngineContext | None = None
+        self.wall0 = time.time()  # wall time at experiment t = 0, set by bind()
+        self.interrupting = False
+        self._interrupt_deadline: float | None = None
+
+    # ------------------------------------------------------------ the protocol
+    def bind(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+        self.wall0 = time.time() - ctx.env.now
+        ctx.env.process(self._poll_loop())
+
+    def create(self, spec: JobSpec, limits: JobLimits, now: float) -> LiveJob:
+        job = LiveJob(JobRecord.new(spec, limits, now), self, self.out_dir / "jobs" / spec.name)
+        self.jobs.append(job)
+        return job
+
+    def adopt(self, job: LiveJob) -> None:
+        self.jobs.append(job)
+
+    def close(self) -> None:
+        """Stop every group gracefully (checkpoint), kill what is left after
+        ``stop_timeout``; never leaves a process behind."""
+        running = [j for j in self.jobs if j.has_processes]
+        for j in running:
+            j.stop()
+        deadline = time.monotonic() + self.settings.stop_timeout
+        while any(j.launch is not None and j.launch.group.poll() is None for j in running):
+            if time.monotonic() > deadline:
+                log.warning("groups still running %.0f s after the stop request: killing",
+                            self.settings.stop_timeout)
+                break
+            time.sleep(0.1)
+        self.kill_all()
+
+    def kill_all(self) -> None:
+        for j in self.jobs:
+            j.kill()
+
+    # ------------------------------------------------------------ clock, log
+    def now(self) -> float:
+        return time.time() - self.wall0
+
+    def emit(self, t: float, kind: str, job: str | None, **fields: Any) -> None:
+        assert self.ctx is not None
+        self.ctx.log.emit(t, kind, job, **fields)
+
+    def round_info(self, now: float) -> dict[str, Any]:
+        """How far the engine's clock lags the wall clock (logged per round)."""
+        return {"lag_s": self.now() - now}
+
+    # ------------------------------------------------------------ polling
+    def interrupt(self) -> None:
+        """First Ctrl-C/SIGTERM: every group checkpoints and stops; the poll
+        loop raises RunInterrupted once all have exited."""
+        if not self.interrupting:
+            self.interrupting = True
+            self._interrupt_deadline = time.monotonic() + self.settings.stop_timeout
+            for j in self.jobs:
+                j.stop()
+
+    def _poll_loop(self):
+        assert self.ctx is not None
+        env = self.ctx.env
+        while True:
+            yield env.timeout(self.settings.poll)
+            now = env.now
+            for job in list(self.jobs):
+                if job.state not in ("done", "failed"):
+                    job.poll(now)
+            if self.status is not None:
+                self.status.update(now, [j.status(now) for j in self.jobs])
+            if self.interrupting:
+                alive = [j for j in self.jobs if j.has_processes]
+                if not alive:
+                    raise RunInterrupted()
+                if time.monotonic() > (self._interrupt_deadline or 0):
+                    self.kill_all()
+                    raise RunInterrupted()

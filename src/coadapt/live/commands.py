@@ -1,0 +1,207 @@
+"""``coadapt live``: run a job set with real processes under each policy, then
+simulate the same workload and compare (``--no-compare`` skips that)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+Run a workload with REAL training processes on this machine's cores, under one
+or more scheduling policies, with the same engine, policies and event log as
+'coadapt simulate'. Every job is a data-parallel worker group (torch.distributed,
+gloo) pinned to the cores its slots map to; a resize checkpoints and relaunches
+the group, a batch-size change on the same workers happens in place; a job
+completes when it reaches its validation target and a fresh process verifies it.
+
+Writes OUT/<policy>/events.jsonl, jobs.csv, summary.json and the jobs' own
+folders OUT/<policy>/jobs/<name>/ (checkpoint, worker logs, worker events).
+Unless --no-compare, it then simulates the same workload on the same cluster
+with the costs measured by 'coadapt calibrate' (OUT/sim/<policy>/) and writes
+OUT/sim_vs_live.{csv,json,png}.
+
+Ctrl-C or SIGTERM stops every job at its next step with a checkpoint and ends
+the log as interrupted (a second signal kills at once); continue with
+'coadapt live --resume OUT' (the downtime counts in no JCT).
+"""
+
+EPILOG = """\
+examples:
+  coadapt live                                   # live-mixed under pollux on 1x2, compare
+  coadapt live --workload live-burst --policy all --out out/live-burst
+  coadapt live --resume out/live                 # continue an interrupted run
+"""
+
+RUN_FILE = "live.json"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.policies import REGISTRY
+
+    p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workload", default="live-mixed",
+                   help="workload CSV or the name of one in traces/ (default live-mixed)")
+    p.add_argument("--policy", default="pollux",
+                   help=f"one of {', '.join(sorted(REGISTRY))}, a comma list or 'all' "
+                   "(default pollux)")
+    p.add_argument("--cluster", default="1x2",
+                   help="NODESxSLOTS; slots are this machine's cores (default 1x2)")
+    p.add_argument("--interval", type=float, default=15.0,
+                   help="scheduling round in seconds (default 15)")
+    p.add_argument("--profiles", default="profiles",
+                   help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
+                   "and the comparison simulation (default profiles)")
+    p.add_argument("--restart-delay", type=float, default=None,
+                   help="restart delay the policies assume (default: the median measured "
+                   "restart in PROFILES/live-costs.json)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every job (default 0)")
+    p.add_argument("--out", default="out/live", help="output folder (default out/live)")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="continue the interrupted run in DIR (other options are taken from it)")
+    p.add_argument("--no-compare", action="store_true",
+                   help="do not simulate the workload and compare afterwards")
+    p.add_argument("--no-status", action="store_true", help="no live status table")
+    p.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"coadapt live: error: {message}\n")
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.jobs.registry import JOB_TYPES
+    from coadapt.live.backend import LiveSettings
+    from coadapt.live.cores import check_cluster
+    from coadapt.live.resume import ResumeError
+    from coadapt.live.run import AlreadyRun
+    from coadapt.policies import REGISTRY
+    from coadapt.profiling.profile import ProfileError
+    from coadapt.sim.costs import CostError
+    from coadapt.workloads import WorkloadError, load_workload
+
+    try:
+        spec = _resume_spec(Path(args.resume)) if args.resume else vars(args).copy()
+        names = sorted(REGISTRY) if spec["policy"] == "all" else spec["policy"].split(",")
+        unknown = [n for n in names if n not in REGISTRY]
+        if unknown:
+            return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(REGISTRY))} or 'all'")
+        if spec["interval"] <= 0:
+            return _fail("--interval must be > 0 seconds")
+        cluster = ClusterSpec.parse(spec["cluster"])
+        check_cluster(cluster)
+        workload = load_workload(spec["workload"], set(JOB_TYPES))
+        profiles, costs = _profiles(spec["profiles"])
+        from coadapt.live.checks import check_live_workload
+
+        check_live_workload(workload, cluster)
+        out = Path(spec["out"])
+        if not args.resume:
+            _claim(out, spec)
+    except (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun) as exc:
+        return _fail(str(exc))
+    delay = spec["restart_delay"]
+    if delay is None:
+        delay = costs.policy_restart_delay() if costs is not None else 5.0
+        if costs is None:
+            log.warning("no %s/live-costs.json: policies assume a %.0f s restart; run "
+                        "'coadapt calibrate' to measure it", spec["profiles"], delay)
+    spec["restart_delay"] = delay
+    live = LiveSettings(seed=spec["seed"], status=not args.no_status)
+    return _run_policies(names, workload, cluster, spec, live, profiles, costs, out,
+                         resume=bool(args.resume), compare=not args.no_compare)
+
+
+def _resume_spec(out: Path) -> dict:
+    from coadapt.live.resume import ResumeError
+
+    path = out / RUN_FILE
+    if not path.exists():
+        raise ResumeError(f"{path}: not found; --resume takes the --out folder of a live run")
+    spec = json.loads(path.read_text())
+    spec["out"] = str(out)
+    return spec
+
+
+def _claim(out: Path, spec: dict) -> None:
+    """Record the invocation (for --resume); refuse a folder that holds a run."""
+    from coadapt.live.run import AlreadyRun
+
+    path = out / RUN_FILE
+    if path.exists():
+        raise AlreadyRun(f"{out}: holds a live run already; continue it with "
+                         f"'coadapt live --resume {out}' or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed")
+    path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
+
+
+def _profiles(spec: str):
+    """Profiles and measured costs, both optional for a live run."""
+    from coadapt.profiling.sources import load_profiles
+    from coadapt.sim.costs import COSTS_FILE, LiveCosts
+
+    path = Path(spec)
+    if not path.exists():
+        log.warning("%s: no profiles; no T_iso (fairness), ETAs or comparison", spec)
+        return None, None
+    costs = LiveCosts.load(path / COSTS_FILE) if (path / COSTS_FILE).exists() else None
+    return load_profiles(spec), costs
+
+
+def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Path, *,
+                  resume: bool, compare: bool) -> int:
+    from coadapt.engine.run import RunSettings
+    from coadapt.live.resume import ResumeError, load_resume
+    from coadapt.live.run import EXIT_INTERRUPTED, LivePlan, run_live
+    from coadapt.report.compare import write_comparison
+    from coadapt.report.table import format_table
+
+    settings = RunSettings(cluster, spec["interval"], spec["restart_delay"], spec["seed"],
+                           show_progress=False)
+    summaries = []
+    for name in names:
+        d = out / name
+        state = None
+        if resume and (d / "events.jsonl").exists():
+            try:
+                state = load_resume(d, workload)
+            except ResumeError as exc:
+                if "finished" not in str(exc):
+                    return _fail(str(exc))
+                summaries.append(json.loads((d / "summary.json").read_text()))
+                continue
+        plan = LivePlan(workload, name, settings, live, d, profiles)
+        summary = run_live(plan, resume=state)
+        summaries.append(summary)
+        if summary.get("interrupted"):
+            sys.stderr.write(f"interrupted; continue with: coadapt live --resume {out}\n")
+            return EXIT_INTERRUPTED
+    write_comparison(summaries, out)
+    sys.stdout.write(format_table(summaries, f"LIVE: {workload.name} on {cluster} "
+                                  f"({len(workload.jobs)} jobs, real processes)") + "\n")
+    if compare and profiles is not None:
+        _compare(names, workload, profiles, costs, settings, out)
+    sys.stdout.write(f"results in {out}/\n")
+    return 0
+
+
+def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
+    from coadapt.report.simlive import compare_dirs, format_comparison, write_outputs
+    from coadapt.sim.run import simulate_policy
+
+    sim_out = out / "sim"
+    for name in names:
+        simulate_policy(workload, profiles, name, settings, sim_out / name, costs=costs)
+    result = compare_dirs(sim_out, out)
+    write_outputs(result, out)
+    sys.stdout.write(format_comparison(result) + "\n")

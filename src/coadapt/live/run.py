@@ -1,0 +1,166 @@
+"""Run one workload under one policy with real processes on the wall clock.
+
+The same engine and policy as ``coadapt simulate``, on a
+``simpy.rt.RealtimeEnvironment`` with the live backend; the same event log,
+summary and tables come out. Ctrl-C or SIGTERM: every group checkpoints and
+stops, the log ends with ``end`` (interrupted) and reads back; a second
+signal kills. ``resume_live`` continues such a run with the downtime left out
+of the experiment clock (so out of every JCT).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import simpy.rt
+from threadpoolctl import threadpool_limits
+
+from coadapt.engine.limits import declared_limits
+from coadapt.engine.loop import Engine
+from coadapt.engine.run import RunSettings, t_iso_table, write_results
+from coadapt.eventlog import EventLog
+from coadapt.jobs.registry import JOB_TYPES
+from coadapt.live.backend import LiveBackend, LiveSettings, RunInterrupted
+from coadapt.live.checks import check_live_workload
+from coadapt.live.cores import usable_cores
+from coadapt.live.resume import ResumeState, restore_jobs
+from coadapt.live.status import StatusTable
+from coadapt.policies import PolicyConfig, make_policy
+from coadapt.profiling.profile import AppProfile
+from coadapt.workloads.workload import Workload
+
+log = logging.getLogger(__name__)
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class LivePlan:
+    workload: Workload
+    policy: str
+    settings: RunSettings
+    live: LiveSettings
+    out_dir: Path  # OUT/<policy>
+    profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
+
+
+class AlreadyRun(ValueError):
+    """The output folder holds a run already."""
+
+
+def expected_progress(profiles: Mapping[str, AppProfile] | None) -> dict[str, float]:
+    """Progress at which each type reached its target at M0 in its profile (for ETAs)."""
+    out = {}
+    for app, p in (profiles or {}).items():
+        e = p.completion_epoch(p.init_batch_size)
+        out[app] = float(p.epoch_progress[min(e + 1, len(p.epoch_progress) - 1)])
+    return out
+
+
+@contextlib.contextmanager
+def _signals(backend: LiveBackend) -> Iterator[None]:
+    """First SIGINT/SIGTERM: graceful stop of every group; second: kill now."""
+    count = 0
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal count
+        count += 1
+        if count == 1:
+            log.warning("%s: stopping every job at its next step (checkpoint); "
+                        "signal again to kill", signal.Signals(signum).name)
+            backend.interrupt()
+            return
+        log.warning("second signal: killing every job now")
+        backend.kill_all()
+        raise RunInterrupted()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _prepare_job_types(apps: set[str]) -> None:
+    """Build data caches before t = 0 (MNIST-1D generation takes seconds)."""
+    for app in sorted(apps):
+        job = JOB_TYPES[app]
+        if job.prepare is not None:
+            job.prepare()
+
+
+def run_live(plan: LivePlan, resume: ResumeState | None = None,
+             cores: list[int] | None = None) -> dict[str, Any]:
+    """Run (or, with ``resume``, continue) one policy; returns the summary with
+    ``interrupted`` set when a signal stopped it."""
+    wl, s = plan.workload, plan.settings
+    check_live_workload(wl, s.cluster)
+    out = plan.out_dir
+    events_path = out / "events.jsonl"
+    if resume is None and events_path.exists() and events_path.stat().st_size > 0:
+        raise AlreadyRun(f"{out}: holds a run already; continue it with 'coadapt live --resume "
+                         f"{out.parent}' or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    apps = {j.application for j in wl.jobs}
+    limits = declared_limits(apps)
+    _prepare_job_types(apps)
+    policy = make_policy(plan.policy, PolicyConfig(s.restart_delay, s.interval, s.p))
+    t_start = resume.t_end if resume is not None else 0.0
+    env = simpy.rt.RealtimeEnvironment(initial_time=t_start, factor=1.0, strict=False)
+    status = StatusTable(title=f"live {plan.policy} on {s.cluster}",
+                         expected_progress=expected_progress(plan.profiles),
+                         enabled=plan.live.status)
+    backend = LiveBackend(out, s.cluster, plan.live, cores=cores, status=status)
+    wall0 = time.perf_counter()
+    interrupted = False
+    with EventLog(events_path, fsync=True) as elog, threadpool_limits(1):
+        if resume is None:
+            elog.header(
+                mode=LiveBackend.mode, policy=plan.policy, workload=wl.name,
+                workload_path=str(wl.path), cluster=str(s.cluster),
+                total_slots=s.cluster.total_slots, interval=s.interval,
+                restart_delay=s.restart_delay, seed=s.seed, p=s.p,
+                host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
+                pid=os.getpid(), live={"targets": dict(plan.live.targets),
+                                       "eval_every": dict(plan.live.eval_every),
+                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries},
+                t_iso=t_iso_table(plan.profiles, limits, apps, s) if plan.profiles else {})
+        else:
+            elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
+                      pid=os.getpid())
+        engine = Engine(wl, limits, backend, policy, s.cluster, elog, interval=s.interval,
+                        restart_delay=s.restart_delay, env=env, round_info=backend.round_info,
+                        first_round=0.0 if resume is not None else None)
+        if resume is not None:
+            for job in restore_jobs(resume, backend, limits):
+                engine.adopt(job, abandoned=job.state == "failed")
+        try:
+            with _signals(backend):
+                engine.run()
+        except RunInterrupted:
+            interrupted = True
+        finally:
+            backend.close()
+            status.update(env.now, [j.status(env.now) for j in backend.jobs], force=True)
+        now = backend.now()
+        if interrupted:
+            for job in engine.active:  # their processes are gone: they hold nothing now
+                if job.record.replicas:
+                    elog.emit(now, "allocate", job.record.name, allocation=[0] * len(
+                        s.cluster.slots_per_node), replicas=0, nodes=0, batch=0, micro=0,
+                              accum=0, restart=False, reason="interrupted")
+        elog.emit(now, "end", None, wall_s=time.perf_counter() - wall0, interrupted=interrupted,
+                  wall_end=time.time(), abandoned=sorted(engine.abandoned))
+    summary = write_results(out)
+    summary["interrupted"] = interrupted
+    return summary

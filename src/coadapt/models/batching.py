@@ -1,0 +1,59 @@
+"""Job limits, the one batch splitter and the one accumulated step time.
+
+Sim, live jobs, policies and the workload generator must agree on how a total
+batch M runs on R replicas, or a live job runs a different batch from the one
+the simulator charged (they once disagreed: 5 workers at 72 ran 70 live and 75
+simulated). Everything that turns (M, R) into (micro-batch, accumulation
+steps) calls ``split_batch``; everything that times an accumulating step calls
+``step_with_accum``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """What a job type declares it accepts: M0, batch and micro-batch bounds,
+    and how many replicas it can use."""
+
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_replicas: int
+
+    def max_useful_replicas(self) -> int:
+        """Replicas beyond this cannot each get a minimal micro-batch."""
+        return max(1, min(self.max_replicas, self.max_batch_size // self.min_local_bsz))
+
+
+def split_batch(batch_size, replicas, limits: JobLimits) -> tuple[np.ndarray, np.ndarray]:
+    """(micro-batch, accumulation steps) that run total batch M on R replicas.
+
+    The fewest accumulation steps that keep the micro-batch within
+    ``max_local_bsz``; one replica above M0 always takes at least two
+    micro-batches (so the gradient noise is estimated from independent
+    micro-batches, as AdaptDL does), when both can be of legal size. The
+    micro-batch is rounded up (as AdaptDL does) but never so far that the
+    batch exceeds ``max_batch_size``. Vectorized over both arguments.
+    """
+    batch = np.asarray(batch_size, dtype=float)
+    r = np.asarray(replicas, dtype=float)
+    local = np.ceil(batch / r - 1e-8)
+    accum = np.ceil(local / limits.max_local_bsz - 1e-8) - 1
+    two = (r == 1) & (batch > limits.init_batch_size) & (batch >= 2 * limits.min_local_bsz)
+    accum = np.where(two, np.maximum(accum, 1), accum)
+    micro = np.ceil(local / (accum + 1) - 1e-8)
+    micro = np.minimum(micro, np.floor(limits.max_batch_size / (r * (accum + 1))))
+    return np.maximum(micro, 1).astype(int), accum.astype(int)
+
+
+def step_with_accum(step, sync, accum):
+    """Seconds of one optimizer step with ``accum`` extra micro-batches, from
+    the time of one synchronizing step and its all-reduce part: the compute
+    (step - sync) repeats, the all-reduce does not."""
+    return step + accum * (step - sync)

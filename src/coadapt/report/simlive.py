@@ -1,0 +1,461 @@
+"""Simulated against live: how well the simulator predicts real job completion times.
+
+A simulated run and a live run write the same layout (``DIR/<policy>/events.jsonl``)
+and the same event kinds, so the comparison is a join of two sets of logs on
+(policy, job). Everything here except :func:`load_results`, :func:`write_outputs`
+and :func:`plot_comparison` works on event lists and frames, so it is tested
+without touching the disk.
+
+Errors are relative to live: ``(sim - live) / live``. Means, medians and makespans
+are taken over the *matched* jobs (finished on both sides), so both sides describe
+the same set of jobs; jobs missing or unfinished on either side are listed, never
+dropped without a word.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from coadapt.eventlog import read_events
+from coadapt.metrics import job_table
+
+log = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+SIM_LABEL = "simulated"
+LIVE_LABEL = "live"
+BAND = 0.10  # the +-10% band drawn around y = x
+
+JOB_SCHEMA = {"policy": pl.Utf8, "job": pl.Utf8, "application": pl.Utf8,
+              "jct_sim": pl.Float64, "jct_live": pl.Float64, "rel_err": pl.Float64,
+              "status": pl.Utf8}
+
+
+class CompareError(ValueError):
+    """Input the comparison cannot use; the message names the offending path."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where one policy's log came from and what its header says."""
+
+    path: str
+    mode: str | None
+    workload: str | None
+    cluster: str | None
+
+
+@dataclass
+class PolicyComparison:
+    """Sim-vs-live errors for one policy (times in seconds, errors as fractions)."""
+
+    policy: str
+    matched: int
+    jobs_sim: int
+    jobs_live: int
+    missing_sim: list[str] = field(default_factory=list)
+    missing_live: list[str] = field(default_factory=list)
+    unfinished_sim: list[str] = field(default_factory=list)
+    unfinished_live: list[str] = field(default_factory=list)
+    mean_abs_err: float | None = None
+    median_abs_err: float | None = None
+    p90_abs_err: float | None = None
+    bias: float | None = None
+    mean_jct_sim: float | None = None
+    mean_jct_live: float | None = None
+    mean_jct_err: float | None = None
+    median_jct_sim: float | None = None
+    median_jct_live: float | None = None
+    median_jct_err: float | None = None
+    makespan_sim: float | None = None
+    makespan_live: float | None = None
+    makespan_err: float | None = None
+    max_abs_err: float | None = None
+    max_abs_err_job: str | None = None
+
+    @property
+    def unmatched(self) -> int:
+        return (len(self.missing_sim) + len(self.missing_live) + len(self.unfinished_sim)
+                + len(self.unfinished_live))
+
+
+@dataclass
+class Ranking:
+    """Policies ordered by mean JCT (best first) on each side."""
+
+    sim_order: list[str]
+    live_order: list[str]
+    same: bool
+    kendall_tau: float | None = None
+    kendall_p: float | None = None
+
+
+@dataclass
+class Comparison:
+    """The whole result: per-policy numbers, the per-job join and the ranking."""
+
+    sim_dir: str
+    live_dir: str
+    policies: list[PolicyComparison]
+    jobs: pl.DataFrame
+    ranking: Ranking
+    sim_runs: dict[str, RunInfo] = field(default_factory=dict)
+    live_runs: dict[str, RunInfo] = field(default_factory=dict)
+    only_sim: list[str] = field(default_factory=list)
+    only_live: list[str] = field(default_factory=list)
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """One flat row per policy (lists joined) for the CSV summary."""
+        rows = []
+        for p in self.policies:
+            row = asdict(p)
+            for key in ("missing_sim", "missing_live", "unfinished_sim", "unfinished_live"):
+                row[key] = " ".join(row[key])
+            rows.append(row)
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        """Per-policy summary, ranking and the provenance of both sides."""
+        def side(d: str, runs: dict[str, RunInfo]) -> dict[str, Any]:
+            return {"dir": d,
+                    "modes": sorted({r.mode for r in runs.values() if r.mode is not None}),
+                    "workloads": sorted({r.workload for r in runs.values() if r.workload}),
+                    "clusters": sorted({r.cluster for r in runs.values() if r.cluster}),
+                    "runs": {k: asdict(v) for k, v in sorted(runs.items())}}
+
+        return {"sim": side(self.sim_dir, self.sim_runs),
+                "live": side(self.live_dir, self.live_runs),
+                "policies": [_finite(asdict(p)) for p in self.policies],
+                "ranking": _finite(asdict(self.ranking)),
+                "only_sim": self.only_sim, "only_live": self.only_live}
+
+
+# ---------------------------------------------------------------- pure logic
+
+
+def run_info(path: str | Path, events: Sequence[Event]) -> RunInfo:
+    """The header fields that decide whether two runs are comparable."""
+    header = events[0] if events and events[0].get("kind") == "header" else {}
+    cluster = header.get("cluster")
+    return RunInfo(str(path), header.get("mode"), header.get("workload"),
+                   None if cluster is None else str(cluster))
+
+
+def _ratio_err(sim: float | None, live: float | None) -> float | None:
+    if sim is None or live is None or live <= 0:
+        return None
+    return sim / live - 1.0
+
+
+def _span(frame: pl.DataFrame) -> float | None:
+    """Makespan of a set of finished jobs: last completion minus first submission."""
+    if frame.height == 0:
+        return None
+    return float(frame["complete"].max() - frame["submit"].min())
+
+
+def _jobs(events: Sequence[Event]) -> pl.DataFrame:
+    """job_table restricted to the columns the join needs, with fixed types
+    (an empty log or one with no completion still yields the right columns)."""
+    table = job_table(list(events))
+    cols = {"job": pl.Utf8, "application": pl.Utf8, "submit": pl.Float64,
+            "complete": pl.Float64, "jct": pl.Float64}
+    if table.height == 0:
+        return pl.DataFrame(schema=cols)
+    return table.select([pl.col(c).cast(t) for c, t in cols.items()])
+
+
+def compare_policy(policy: str, sim_events: Sequence[Event],
+                   live_events: Sequence[Event]) -> tuple[PolicyComparison, pl.DataFrame]:
+    """Join one policy's two logs by job name.
+
+    Returns the summary and one row per job seen on either side, with ``status``
+    ``matched``, ``missing_sim``/``missing_live`` (never submitted there) or
+    ``unfinished_sim``/``unfinished_live`` (submitted, no completion). ``rel_err``
+    is signed, ``(sim - live) / live``; the summary's error figures use its
+    absolute value except ``bias``.
+    """
+    sim, live = _jobs(sim_events), _jobs(live_events)
+    joined = sim.join(live, on="job", how="full", coalesce=True, suffix="_live")
+    joined = joined.rename({"application": "application_sim", "submit": "submit_sim",
+                            "complete": "complete_sim", "jct": "jct_sim"})
+    joined = joined.with_columns(
+        pl.coalesce("application_live", "application_sim").alias("application"),
+        pl.when(pl.col("submit_sim").is_null()).then(pl.lit("missing_sim"))
+        .when(pl.col("submit_live").is_null()).then(pl.lit("missing_live"))
+        .when(pl.col("jct_sim").is_null()).then(pl.lit("unfinished_sim"))
+        .when(pl.col("jct_live").is_null()).then(pl.lit("unfinished_live"))
+        .otherwise(pl.lit("matched")).alias("status"),
+        pl.when(pl.col("jct_live") > 0)
+        .then((pl.col("jct_sim") - pl.col("jct_live")) / pl.col("jct_live"))
+        .otherwise(None).alias("rel_err"),
+    ).sort("job")
+
+    def names(status: str) -> list[str]:
+        return joined.filter(pl.col("status") == status)["job"].to_list()
+
+    result = PolicyComparison(
+        policy=policy, matched=0, jobs_sim=sim.height, jobs_live=live.height,
+        missing_sim=names("missing_sim"), missing_live=names("missing_live"),
+        unfinished_sim=names("unfinished_sim"), unfinished_live=names("unfinished_live"))
+    ok = joined.filter((pl.col("status") == "matched") & pl.col("rel_err").is_not_null())
+    zero_live = joined.filter((pl.col("status") == "matched") & pl.col("rel_err").is_null())
+    if zero_live.height:
+        log.warning("%s: %d job(s) with live JCT <= 0 left out of the errors: %s", policy,
+                    zero_live.height, " ".join(zero_live["job"].to_list()))
+    result.matched = ok.height
+    if ok.height:
+        err = ok["rel_err"].to_numpy()
+        absolute = np.abs(err)
+        worst = int(np.argmax(absolute))
+        js, jl = ok["jct_sim"].to_numpy(), ok["jct_live"].to_numpy()
+        result.mean_abs_err = float(absolute.mean())
+        result.median_abs_err = float(np.median(absolute))
+        result.p90_abs_err = float(np.percentile(absolute, 90))
+        result.bias = float(err.mean())
+        result.max_abs_err = float(absolute[worst])
+        result.max_abs_err_job = ok["job"][worst]
+        result.mean_jct_sim, result.mean_jct_live = float(js.mean()), float(jl.mean())
+        result.mean_jct_err = _ratio_err(result.mean_jct_sim, result.mean_jct_live)
+        result.median_jct_sim, result.median_jct_live = float(np.median(js)), float(np.median(jl))
+        result.median_jct_err = _ratio_err(result.median_jct_sim, result.median_jct_live)
+        result.makespan_sim = _span(ok.select(submit="submit_sim", complete="complete_sim"))
+        result.makespan_live = _span(ok.select(submit="submit_live", complete="complete_live"))
+        result.makespan_err = _ratio_err(result.makespan_sim, result.makespan_live)
+    rows = joined.with_columns(pl.lit(policy).alias("policy")).select(list(JOB_SCHEMA))
+    return result, rows.cast(JOB_SCHEMA)
+
+
+def rank_policies(policies: Sequence[PolicyComparison]) -> Ranking:
+    """Do sim and live agree on which policy gives the lowest mean JCT?
+
+    Ties break by name so the orderings are deterministic; Kendall tau over the
+    policies' mean JCTs needs at least three policies to say anything.
+    """
+    usable = [p for p in policies if p.mean_jct_sim is not None and p.mean_jct_live is not None]
+    sim_order = [p.policy for p in sorted(usable, key=lambda p: (p.mean_jct_sim, p.policy))]
+    live_order = [p.policy for p in sorted(usable, key=lambda p: (p.mean_jct_live, p.policy))]
+    ranking = Ranking(sim_order, live_order, same=sim_order == live_order)
+    if len(usable) >= 3:
+        from scipy.stats import kendalltau
+
+        res = kendalltau([p.mean_jct_sim for p in usable], [p.mean_jct_live for p in usable])
+        tau, pvalue = float(res.statistic), float(res.pvalue)
+        ranking.kendall_tau = None if math.isnan(tau) else tau
+        ranking.kendall_p = None if math.isnan(pvalue) else pvalue
+    return ranking
+
+
+def check_comparable(sim_runs: Mapping[str, RunInfo], live_runs: Mapping[str, RunInfo]) -> None:
+    """Refuse runs of different workloads (their jobs share names by accident
+    only); warn on different clusters or unexpected modes, which can be intended."""
+    for policy in sorted(set(sim_runs) & set(live_runs)):
+        s, li = sim_runs[policy], live_runs[policy]
+        if s.workload != li.workload:
+            raise CompareError(
+                f"{s.path} (workload {s.workload!r}) and {li.path} (workload {li.workload!r}) "
+                "ran different workloads; compare runs of the same workload")
+        if s.cluster != li.cluster:
+            log.warning("%s: cluster differs: simulated %s (%s), live %s (%s)", policy,
+                        s.cluster, s.path, li.cluster, li.path)
+        if s.mode != "simulate":
+            log.warning("%s: header mode is %r, not 'simulate'", s.path, s.mode)
+        if li.mode != "live":
+            log.warning("%s: header mode is %r, not 'live'", li.path, li.mode)
+
+
+def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence[Event]],
+                 sim_dir: str = "sim", live_dir: str = "live") -> Comparison:
+    """Compare every policy present on both sides (``{policy: events}`` each)."""
+    sim_runs = {p: run_info(Path(sim_dir) / p / "events.jsonl", ev) for p, ev in sim.items()}
+    live_runs = {p: run_info(Path(live_dir) / p / "events.jsonl", ev) for p, ev in live.items()}
+    common = sorted(set(sim) & set(live))
+    if not common:
+        raise CompareError(
+            f"no policy in both {sim_dir} ({', '.join(sorted(sim)) or 'none'}) and "
+            f"{live_dir} ({', '.join(sorted(live)) or 'none'})")
+    check_comparable(sim_runs, live_runs)
+    only_sim, only_live = sorted(set(sim) - set(live)), sorted(set(live) - set(sim))
+    if only_sim or only_live:
+        log.warning("policies not compared: only simulated: %s; only live: %s",
+                    ", ".join(only_sim) or "-", ", ".join(only_live) or "-")
+    results, frames = [], []
+    for policy in common:
+        res, rows = compare_policy(policy, sim[policy], live[policy])
+        if res.unmatched:
+            log.warning("%s: %d job(s) not matched: %s", policy, res.unmatched, _unmatched(res))
+        results.append(res)
+        frames.append(rows)
+    return Comparison(sim_dir=str(sim_dir), live_dir=str(live_dir), policies=results,
+                      jobs=pl.concat(frames), ranking=rank_policies(results),
+                      sim_runs=sim_runs, live_runs=live_runs,
+                      only_sim=only_sim, only_live=only_live)
+
+
+# ---------------------------------------------------------------- disk
+
+
+def load_results(root: str | Path) -> dict[str, list[Event]]:
+    """``{policy: events}`` for every ``root/<policy>/events.jsonl``; any unreadable
+    or header-less log raises :class:`CompareError` naming it (file:line for a bad line)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CompareError(f"{root}: no such results folder")
+    logs = sorted(root.glob("*/events.jsonl"))
+    if not logs:
+        raise CompareError(f"{root}: no <policy>/events.jsonl below it")
+    out: dict[str, list[Event]] = {}
+    for path in logs:
+        try:
+            events = list(read_events(path))
+        except ValueError as exc:  # already names file:line
+            raise CompareError(str(exc)) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CompareError(f"{path}: cannot read ({exc})") from exc
+        if not events or events[0].get("kind") != "header":
+            raise CompareError(f"{path}:1: first event is not a header; not a coadapt run log")
+        out[path.parent.name] = events
+    return out
+
+
+def compare_dirs(sim_dir: str | Path, live_dir: str | Path) -> Comparison:
+    """Load both results folders and compare them; raises :class:`CompareError`."""
+    return compare_runs(load_results(sim_dir), load_results(live_dir), str(sim_dir), str(live_dir))
+
+
+def write_outputs(result: Comparison, out: str | Path, plots: bool = True) -> list[Path]:
+    """``sim_vs_live.csv`` (per job), ``sim_vs_live_summary.csv`` (per policy),
+    ``sim_vs_live.json`` and, unless ``plots`` is false, ``sim_vs_live.png``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "sim_vs_live.csv", out / "sim_vs_live_summary.csv", out / "sim_vs_live.json"]
+    result.jobs.write_csv(paths[0])
+    pl.DataFrame(result.summary_rows(), infer_schema_length=None).write_csv(paths[1])
+    paths[2].write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    if plots:
+        try:
+            paths.append(plot_comparison(result, out / "sim_vs_live.png"))
+        except ImportError as exc:  # a figure is optional output, never a failure
+            log.warning("plot skipped: %s", exc)
+    return paths
+
+
+def plot_comparison(result: Comparison, path: Path) -> Path:
+    """Left: per-job JCT, live (x) against simulated (y), with y = x and a +-10%
+    band. Right: mean JCT per policy, live and simulated side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    ok = result.jobs.filter(pl.col("status") == "matched").with_columns(
+        (pl.col("jct_live") / 60).alias("live_min"), (pl.col("jct_sim") / 60).alias("sim_min"))
+    if ok.height:
+        data = {c: ok[c].to_numpy() for c in ("policy", "live_min", "sim_min")}
+        sns.scatterplot(data=data, x="live_min", y="sim_min", hue="policy", ax=left, s=28,
+                        alpha=0.8)
+        lo = float(min(data["live_min"].min(), data["sim_min"].min()))
+        hi = float(max(data["live_min"].max(), data["sim_min"].max()))
+        log_axes = lo > 0 and hi / lo > 20
+        grid = np.geomspace(lo / 1.3, hi * 1.3, 100) if log_axes else np.linspace(0, hi * 1.05, 100)
+        left.fill_between(grid, grid * (1 - BAND), grid * (1 + BAND), color="grey", alpha=0.2,
+                          lw=0, label=f"±{BAND:.0%}")
+        left.plot(grid, grid, color="grey", lw=0.9, ls="--", label="y = x")
+        if log_axes:
+            left.set(xscale="log", yscale="log")
+        left.set(xlim=(grid[0], grid[-1]), ylim=(grid[0], grid[-1]))  # square: y = x at 45 degrees
+        left.legend(fontsize="small")
+    left.set(xlabel="live JCT (min)", ylabel=f"{SIM_LABEL} JCT (min)",
+             title="per-job JCT: simulated vs live")
+    bars = [(p.policy, side, v / 60) for p in result.policies
+            for side, v in ((LIVE_LABEL, p.mean_jct_live), (SIM_LABEL, p.mean_jct_sim))
+            if v is not None]
+    if bars:
+        sns.barplot(data={"policy": np.array([b[0] for b in bars]),
+                          "side": np.array([b[1] for b in bars]),
+                          "mean_jct_min": np.array([b[2] for b in bars])},
+                    x="policy", y="mean_jct_min", hue="side", hue_order=[LIVE_LABEL, SIM_LABEL],
+                    ax=right)
+        right.legend(title=None, fontsize="small")
+    right.set(xlabel="policy", ylabel="mean JCT (min, matched jobs)",
+              title="mean JCT per policy")
+    right.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- text
+
+
+HEADERS = ["policy", "jobs", "mean JCT live", f"mean JCT {SIM_LABEL}", "mean-JCT err",
+           "mean |err|", "median |err|", "bias", "makespan err"]
+
+
+def _pct(v: float | None, signed: bool = True) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.1%}" if signed else f"{v:.1%}"
+
+
+def _minutes(v: float | None) -> str:
+    return "-" if v is None else f"{v / 60:.2f}"
+
+
+def _unmatched(p: PolicyComparison) -> str:
+    parts = []
+    for label, names in (("missing in simulated", p.missing_sim), ("missing in live", p.missing_live),
+                         ("unfinished in simulated", p.unfinished_sim),
+                         ("unfinished in live", p.unfinished_live)):
+        if names:
+            parts.append(f"{label}: {' '.join(names)}")
+    return "; ".join(parts)
+
+
+def format_comparison(result: Comparison) -> str:
+    """Fixed-width table (times in minutes, errors relative to live) plus the
+    ranking line and any unmatched jobs, for a terminal after ``make live``."""
+    cells = [list(HEADERS)]
+    for p in result.policies:
+        jobs = str(p.matched) if not p.unmatched else f"{p.matched}/{p.matched + p.unmatched}"
+        cells.append([p.policy, jobs, _minutes(p.mean_jct_live), _minutes(p.mean_jct_sim),
+                      _pct(p.mean_jct_err), _pct(p.mean_abs_err, signed=False),
+                      _pct(p.median_abs_err, signed=False), _pct(p.bias), _pct(p.makespan_err)])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(HEADERS))]
+    lines = [f"{SIM_LABEL}: {result.sim_dir}  vs  live: {result.live_dir}  "
+             "(JCT in minutes over matched jobs; errors = (sim - live) / live)"]
+    for i, row in enumerate(cells):
+        lines.append("  ".join(v.ljust(w) if j == 0 else v.rjust(w)
+                               for j, (v, w) in enumerate(zip(row, widths, strict=True))))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    r = result.ranking
+    verdict = "same order" if r.same else "order differs"
+    tau = "" if r.kendall_tau is None else f", Kendall tau {r.kendall_tau:.2f}"
+    lines.append(f"ranking by mean JCT: live {' < '.join(r.live_order) or '-'}; "
+                 f"{SIM_LABEL} {' < '.join(r.sim_order) or '-'} ({verdict}{tau})")
+    for p in result.policies:
+        if p.unmatched:
+            lines.append(f"{p.policy}: {_unmatched(p)}")
+    if result.only_sim or result.only_live:
+        lines.append(f"not compared: only {SIM_LABEL}: {', '.join(result.only_sim) or '-'}; "
+                     f"only live: {', '.join(result.only_live) or '-'}")
+    return "\n".join(lines)
+
+
+def _finite(d: dict[str, Any]) -> dict[str, Any]:
+    """NaN/inf become null so the JSON stays strict."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

@@ -1,0 +1,152 @@
+"""The modeled job backend: jobs advance by their profiles on SimPy timers.
+
+Per job, a timer fires when its restart delay ends (``start``) and at each
+epoch boundary (``epoch``; the last one completes the job). Between timers
+every rate is constant, so nothing ticks.
+
+Given measured live costs (``sim.costs``), a job pays what a live job pays:
+its measured first start and restarts instead of one fixed delay, a pause
+per validation, the final validation and the fresh-process verification
+before it completes (slots held), and the measured slowdown while another
+job shares its node. Without them (e.g. the Pollux GPU traces) it pays the
+fixed restart delay only, as the reference simulator does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from coadapt.engine.backend import EngineContext
+from coadapt.engine.record import JobRecord
+from coadapt.models.batching import JobLimits
+from coadapt.profiling.profile import AppProfile
+from coadapt.sim.costs import LiveCosts
+from coadapt.sim.job import ModeledJob
+from coadapt.workloads.workload import JobSpec
+
+
+class ModeledBackend:
+    mode: ClassVar[str] = "simulate"
+
+    def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
+                 costs: LiveCosts | None = None) -> None:
+        self.profiles = profiles
+        self.delay = restart_delay
+        self.costs = costs
+        self.jobs: list[ModeledJob] = []
+        self.ctx: EngineContext | None = None
+        self._recheck = False
+
+    def bind(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
+        job = ModeledJob(JobRecord.new(spec, limits, now), self.profiles[spec.application], self)
+        self.jobs.append(job)
+        return job
+
+    def close(self) -> None:
+        pass
+
+    # ----------------------------------------------------------------- costs
+    def restart_delay(self, job: ModeledJob) -> float:
+        """Seconds without progress after a (re)allocation."""
+        r = job.record
+        if self.costs is None:
+            return self.delay
+        if r.restarts == 0:
+            return self.costs.start(r.spec.application, r.replicas)
+        return self.costs.restart(r.spec.application, r.replicas)
+
+    def _colocation(self, job: ModeledJob) -> float:
+        if self.costs is None:
+            return 1.0
+        mine = job.record.allocation
+        others = [o.record.spec.application for o in self.jobs
+                  if o is not job and o.record.completed_at is None and o.record.replicas
+                  and any(a and b for a, b in zip(mine, o.record.allocation, strict=False))]
+        return self.costs.colocation(job.record.spec.application, others)
+
+    def neighbours_changed(self) -> None:
+        """Allocations changed: re-rate co-located jobs once the round is applied."""
+        if self.costs is None or self._recheck:
+            return
+        self._recheck = True
+        self.ctx.env.timeout(0).callbacks.append(lambda _ev: self._recolocate())
+
+    def _recolocate(self) -> None:
+        self._recheck = False
+        now = self.ctx.env.now
+        for job in self.jobs:
+            r = job.record
+            if r.completed_at is not None or job.finishing or not r.replicas or job.rate <= 0:
+                continue
+            factor = self._colocation(job)
+            if factor != job.factor:
+                job.advance(now)
+                job.factor = factor
+                job.version += 1
+                job.observe(now)
+                self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    # ---------------------------------------------------------------- timers
+    def after(self, job: ModeledJob, delay: float, fn: Callable[[ModeledJob, int], None]) -> None:
+        """Call ``fn(job, version)`` after ``delay``; it ignores a stale version."""
+        version = job.version
+        ev = self.ctx.env.timeout(max(delay, 0.0))
+        ev.callbacks.append(lambda _ev: fn(job, version))
+
+    def on_start(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        now = self.ctx.env.now
+        job.advance(now)
+        job.factor = self._colocation(job)
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "start", job.name, batch=job.record.batch_size, epoch=job.epoch,
+                          progress=job.record.progress, **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    def rebatched(self, job: ModeledJob, now: float) -> None:
+        """The batch changed in place (no restart)."""
+        r = job.record
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "progress", job.name, batch=r.batch_size, micro=r.micro,
+                          accum=r.accum, epoch=job.epoch, progress=r.progress, **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    def on_boundary(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        now = self.ctx.env.now
+        job.advance(now)
+        r = job.record
+        app, k = r.spec.application, r.replicas
+        pause = self.costs.eval(app, k) if self.costs is not None else 0.0
+        if job.finish_epoch():
+            job.version += 1
+            job.rate = 0.0
+            job.finishing = True
+            hold = pause + (self.costs.verify(app) if self.costs is not None else 0.0)
+            if hold > 0:
+                self.after(job, hold, self._finish)
+            else:
+                self._finish(job, job.version)
+            return
+        job.version += 1
+        if r.adaptive:
+            r.choose_batch(None)
+        job.run_from = now + pause
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "epoch", job.name, epoch=job.epoch, progress=r.progress,
+                          batch=r.batch_size, micro=r.micro, accum=r.accum, metric=job.metric(),
+                          **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    def _finish(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        self.ctx.complete(job, self.ctx.env.now, epoch=job.epoch, metric=job.metric(),
+                          verified=None, simulated=True)
+        self.neighbours_changed()

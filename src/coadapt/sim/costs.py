@@ -1,0 +1,120 @@
+"""What a live job pays besides its training steps, measured (``coadapt calibrate``).
+
+The profiles time steady training steps on an otherwise idle machine. A live
+job also pays for starting its processes, for every stop-and-relaunch, for
+each validation and the checkpoint after it, for the fresh-process
+verification at the end (its cores still held), and for sharing a node with
+another job. ``profiles/live-costs.json`` holds those costs per job type and
+worker count, measured on the machine that ran the profiles; the simulator
+charges them when it is given them, and nothing is hand-set.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+COSTS_FILE = "live-costs.json"
+FORMAT = "coadapt-live-costs"
+VERSION = 1
+
+
+class CostError(ValueError):
+    """A costs file is missing or malformed; the message names file and field."""
+
+
+def _by_workers(table: Mapping[int, float], workers: int) -> float:
+    """The value measured at ``workers``, else at the nearest measured count."""
+    if workers in table:
+        return table[workers]
+    k = min(table, key=lambda w: (abs(w - workers), -w))
+    return table[k]
+
+
+@dataclass(frozen=True)
+class TypeCosts:
+    """Seconds, per worker count (``start``: first launch until the first step
+    is done, less one steady step; ``restart``: stop request until the first
+    step of the relaunch is done, less one steady step; ``eval``: one
+    validation plus the checkpoint after it), ``verify`` seconds, and the
+    step-time factor ``colocation[other type]`` when another job shares the node."""
+
+    start: dict[int, float]
+    restart: dict[int, float]
+    eval: dict[int, float]
+    verify: float
+    colocation: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("start", "restart", "eval"):
+            d[k] = {str(w): v for w, v in d[k].items()}
+        return d
+
+
+@dataclass(frozen=True)
+class LiveCosts:
+    types: dict[str, TypeCosts]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def start(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].start, workers)
+
+    def restart(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].restart, workers)
+
+    def eval(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].eval, workers)
+
+    def verify(self, app: str) -> float:
+        return self.types[app].verify
+
+    def colocation(self, app: str, neighbours: Iterable[str]) -> float:
+        """Step-time factor of ``app`` next to jobs of the types ``neighbours``
+        on its node (their mean; 1 alone; unknown pairs count as the type's
+        mean over measured neighbours)."""
+        table = self.types[app].colocation
+        nb = list(neighbours)
+        if not nb or not table:
+            return 1.0
+        mean = statistics.fmean(table.values())
+        return statistics.fmean(table.get(n, mean) for n in nb)
+
+    def policy_restart_delay(self) -> float:
+        """The restart delay a policy should assume: the median measured restart."""
+        return statistics.median(v for t in self.types.values() for v in t.restart.values())
+
+    def save(self, path: Path) -> None:
+        doc = {"format": FORMAT, "version": VERSION, "meta": self.meta,
+               "types": {k: v.to_json() for k, v in sorted(self.types.items())}}
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> LiveCosts:
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise CostError(f"{path}: not found; run 'coadapt calibrate' to measure it") from None
+        except json.JSONDecodeError as exc:
+            raise CostError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        if doc.get("format") != FORMAT or doc.get("version") != VERSION:
+            raise CostError(f"{path}: field 'format' is not {FORMAT} v{VERSION}")
+        types = {}
+        for app, t in doc.get("types", {}).items():
+            try:
+                types[app] = TypeCosts(
+                    start={int(k): float(v) for k, v in t["start"].items()},
+                    restart={int(k): float(v) for k, v in t["restart"].items()},
+                    eval={int(k): float(v) for k, v in t["eval"].items()},
+                    verify=float(t["verify"]),
+                    colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()})
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CostError(f"{path}: types.{app}: bad or missing field ({exc})") from None
+            if not (types[app].start and types[app].restart and types[app].eval):
+                raise CostError(f"{path}: types.{app}: start, restart and eval need at least "
+                                "one worker count")
+        return cls(types, doc.get("meta", {}))
