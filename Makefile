@@ -11,12 +11,21 @@ RESTART  ?= 5
 OUT      ?= out/sim
 REF      ?= ../shared/reference/adaptdl
 
-.PHONY: venv test simulate profile report lint bench-reference philly-small clean help
+.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small clean help
+
+# make live has its own defaults; a value given on the command line wins.
+given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
+LIVE_WORKLOAD = $(call given,WORKLOAD,live-mixed)
+LIVE_POLICY   = $(call given,POLICY,pollux)
+LIVE_CLUSTER  = $(call given,CLUSTER,1x2)
+LIVE_INTERVAL = $(call given,INTERVAL,15)
+LIVE_OUT      = $(call given,OUT,out/live)
 
 help:
 	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4 INTERVAL=30 RESTART=5]"
-	@echo "make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim | make lint"
-	@echo "make bench-reference [REF=../shared/reference/adaptdl]"
+	@echo "make live [WORKLOAD=live-mixed POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
+	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
+	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,6 +40,15 @@ test: $(STAMP)
 simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
 		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --restart-delay $(RESTART) --out $(OUT)
+
+# Real processes on this machine's cores, then the same workload simulated and compared.
+live: $(STAMP)
+	$(VENV)/bin/coadapt live --workload $(LIVE_WORKLOAD) --profiles $(PROFILES) \
+		--policy $(LIVE_POLICY) --cluster $(LIVE_CLUSTER) --interval $(LIVE_INTERVAL) --out $(LIVE_OUT)
+
+# Measure live start/restart/validation/verification/co-location costs into PROFILES.
+calibrate: $(STAMP)
+	$(VENV)/bin/coadapt calibrate --profiles $(PROFILES)
 
 # The full run rewrites the shipped profiles/; a quick pass goes to out/profiles-quick
 # unless PROFILE_OUT says otherwise.

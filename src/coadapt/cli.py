@@ -26,6 +26,7 @@ examples:
 
 def build_parser() -> argparse.ArgumentParser:
     from coadapt.jobs import commands as job_commands
+    from coadapt.live import commands as live_commands
     from coadapt.profiling import commands as profile_commands
     from coadapt.report import commands as report_commands
     from coadapt.report import compare_command
@@ -41,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (sim_commands, report_commands, compare_command, workload_commands,
-                   profile_commands, job_commands):
+    for module in (sim_commands, live_commands, report_commands, compare_command,
+                   workload_commands, profile_commands, job_commands):
         module.register(sub)
     return parser
 

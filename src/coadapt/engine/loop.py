@@ -116,7 +116,8 @@ class Engine:
                 r = job.record
                 self.log.emit(now, "allocate", r.name, allocation=list(a.allocation),
                               replicas=r.replicas, nodes=len(r.placement), batch=r.batch_size,
-                              micro=r.micro, accum=r.accum, restart=r.restarts > 0)
+                              micro=r.micro, accum=r.accum, restart=r.restarts > 0,
+                              adaptive=r.adaptive)
         extra = self.round_info(now) if self.round_info is not None else {}
         self.log.emit(now, "round", None, decision_ms=ms, active=len(self.active),
                       used_slots=used, utilization=used / self.cluster.total_slots, **extra)

@@ -351,7 +351,8 @@ class Group:
             self._verify = subprocess.Popen(
                 [sys.executable, "-m", "coadapt.jobs.verify", str(self.dir), "--json"],
                 env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(self._cores))
+                stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(self._cores),
+                start_new_session=True)  # a terminal's Ctrl-C is the parent's to handle
             return None
         return self._finish(verified=None, metric=self._status["metric"])
 

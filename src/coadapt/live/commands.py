@@ -49,8 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", default="live-mixed",
                    help="workload CSV or the name of one in traces/ (default live-mixed)")
     p.add_argument("--policy", default="pollux",
-                   help=f"one of {', '.join(sorted(REGISTRY))}, a comma list or 'all' "
-                   "(default pollux)")
+                   help="a policy, a comma list or 'all' (every policy but oracles: "
+                   f"{', '.join(sorted(n for n, c in REGISTRY.items() if not c.uses_oracle))}; "
+                   "default pollux)")
     p.add_argument("--cluster", default="1x2",
                    help="NODESxSLOTS; slots are this machine's cores (default 1x2)")
     p.add_argument("--interval", type=float, default=15.0,
@@ -68,7 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-compare", action="store_true",
                    help="do not simulate the workload and compare afterwards")
     p.add_argument("--no-status", action="store_true", help="no live status table")
+    p.add_argument("--target", action="append", default=[], metavar="TYPE=VALUE",
+                   help="override a job type's validation target (repeatable; e.g. a quick "
+                   "smoke run: --target mlp-mnist1d=0.5)")
+    p.add_argument("--eval-every", action="append", default=[], metavar="TYPE=PROGRESS",
+                   help="override a job type's validation interval (repeatable)")
     p.set_defaults(func=run)
+    register_calibrate(sub)
 
 
 def _fail(message: str) -> int:
@@ -89,12 +96,22 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.workloads import WorkloadError, load_workload
 
     try:
-        spec = _resume_spec(Path(args.resume)) if args.resume else vars(args).copy()
-        names = sorted(REGISTRY) if spec["policy"] == "all" else spec["policy"].split(",")
+        if args.resume:
+            spec = _resume_spec(Path(args.resume))
+        else:
+            spec = vars(args).copy()
+            spec["targets"] = _overrides(args.target, "--target")
+            spec["evals"] = _overrides(args.eval_every, "--eval-every")
+        usable = sorted(n for n, cls in REGISTRY.items() if not cls.uses_oracle)
+        names = usable if spec["policy"] == "all" else spec["policy"].split(",")
         unknown = [n for n in names if n not in REGISTRY]
         if unknown:
             return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
-                         f"known: {', '.join(sorted(REGISTRY))} or 'all'")
+                         f"known: {', '.join(usable)} or 'all'")
+        oracles = [n for n in names if n not in usable]
+        if oracles:
+            return _fail(f"--policy: {', '.join(oracles)} needs ground truth, which a live "
+                         f"run does not have; choose from {', '.join(usable)}")
         if spec["interval"] <= 0:
             return _fail("--interval must be > 0 seconds")
         cluster = ClusterSpec.parse(spec["cluster"])
@@ -116,9 +133,26 @@ def run(args: argparse.Namespace) -> int:
             log.warning("no %s/live-costs.json: policies assume a %.0f s restart; run "
                         "'coadapt calibrate' to measure it", spec["profiles"], delay)
     spec["restart_delay"] = delay
-    live = LiveSettings(seed=spec["seed"], status=not args.no_status)
+    live = LiveSettings(seed=spec["seed"], status=not args.no_status,
+                        targets=spec["targets"], eval_every=spec["evals"])
     return _run_policies(names, workload, cluster, spec, live, profiles, costs, out,
                          resume=bool(args.resume), compare=not args.no_compare)
+
+
+def _overrides(items: list[str], flag: str) -> dict[str, float]:
+    from coadapt.jobs.registry import JOB_TYPES
+
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or name not in JOB_TYPES:
+            raise ValueError(f"{flag} {item!r}: expected TYPE=VALUE with TYPE one of "
+                             f"{', '.join(sorted(JOB_TYPES))}")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"{flag} {item!r}: {value!r} is not a number") from None
+    return out
 
 
 def _resume_spec(out: Path) -> dict:
@@ -141,7 +175,8 @@ def _claim(out: Path, spec: dict) -> None:
         raise AlreadyRun(f"{out}: holds a live run already; continue it with "
                          f"'coadapt live --resume {out}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed")
+    keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed",
+            "targets", "evals")
     path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
 
 
@@ -196,12 +231,100 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
 
 
 def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
+    """Simulate the workload twice: with the policies deciding (OUT/sim) and
+    replaying the live allocations (OUT/replay); compare both with live."""
+    from coadapt.policies.replay import ReplayPolicy
     from coadapt.report.simlive import compare_dirs, format_comparison, write_outputs
     from coadapt.sim.run import simulate_policy
 
-    sim_out = out / "sim"
-    for name in names:
-        simulate_policy(workload, profiles, name, settings, sim_out / name, costs=costs)
-    result = compare_dirs(sim_out, out)
-    write_outputs(result, out)
-    sys.stdout.write(format_comparison(result) + "\n")
+    if costs is None:
+        log.warning("comparing without measured live costs: run 'coadapt calibrate' first")
+    for kind in ("sim", "replay"):
+        for name in names:
+            replay = ReplayPolicy.from_log(out / name / "events.jsonl") if kind == "replay" \
+                else None
+            simulate_policy(workload, profiles, name, settings, out / kind / name, costs=costs,
+                            replay=replay)
+        result = compare_dirs(out / kind, out)
+        write_outputs(result, out if kind == "sim" else out / kind)
+        title = ("SIMULATED (policies decide) vs LIVE" if kind == "sim" else
+                 "SIMULATED replaying the live allocations vs LIVE (job-model error only)")
+        sys.stdout.write(f"\n{title}\n{format_comparison(result)}\n")
+
+
+CALIBRATE_HELP = """\
+Measure what a live job pays besides its steady training steps, per job type,
+with real worker groups pinned to cores: first start, restart (stop, checkpoint,
+relaunch, resume), each validation with its checkpoint, the fresh-process
+verification, and the step-time slowdown next to another job on the same node.
+Writes OUT (default PROFILES/live-costs.json), which 'coadapt simulate' and the
+comparison after 'coadapt live' charge instead of one fixed restart delay.
+Takes about 6 minutes for the four job types on an idle 2-core machine.
+"""
+
+
+def register_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure live start/restart/validation/verify costs",
+                       description=CALIBRATE_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profiles", default="profiles",
+                   help="profiles folder (step times pace the validations; default profiles)")
+    p.add_argument("--types", default=None,
+                   help="comma list of job types (default: all in the job registry)")
+    p.add_argument("--out", default=None, help="output file (default PROFILES/live-costs.json)")
+    p.add_argument("--phase", type=float, default=6.0,
+                   help="seconds of training per phase (default 6)")
+    p.add_argument("--pair", type=float, default=10.0,
+                   help="seconds side by side per pair of job types (default 10)")
+    p.set_defaults(func=calibrate_cmd)
+
+
+def calibrate_cmd(args: argparse.Namespace) -> int:
+    import itertools
+
+    from coadapt.jobs.registry import JOB_TYPES
+    from coadapt.live.calibrate import CalibrationSettings, calibrate
+    from coadapt.live.cores import usable_cores
+    from coadapt.profiling.profile import ProfileError
+    from coadapt.profiling.sources import load_profiles
+    from coadapt.report.progress import ProgressBar
+    from coadapt.sim.costs import COSTS_FILE
+
+    apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
+    unknown = [a for a in apps if a not in JOB_TYPES]
+    if unknown:
+        return _fail(f"--types: unknown job type {', '.join(unknown)}; "
+                     f"known: {', '.join(sorted(JOB_TYPES))}")
+    if args.phase <= 0 or args.pair <= 0:
+        return _fail("--phase and --pair must be > 0 seconds")
+    cores = usable_cores()
+    if len(cores) < 2:
+        return _fail(f"calibration needs 2 cores (1 and 2 workers, pairs); this machine has "
+                     f"{len(cores)} usable")
+    steps = {}
+    try:
+        profiles = load_profiles(args.profiles) if Path(args.profiles).exists() else {}
+    except ProfileError as exc:
+        return _fail(str(exc))
+    for app in apps:
+        if app in profiles:
+            p = profiles[app]
+            steps[app] = p.throughput((1,), p.init_batch_size)[0]
+    s = CalibrationSettings(phase_s=args.phase, pair_s=args.pair, cores=(cores[0], cores[1]))
+    out = Path(args.out) if args.out else Path(args.profiles) / COSTS_FILE
+    pairs = sum(1 if a == b else 2 for a, b in itertools.combinations_with_replacement(apps, 2))
+    bar = ProgressBar(total=len(apps) * (len(s.cycle) + 2) + 2 * len(apps) + pairs,
+                      label="calibrate", unit="phases")
+    costs = calibrate(apps, out, s, steps, tick=lambda note: bar.advance(1, note))
+    bar.close()
+    for app, c in sorted(costs.types.items()):
+        sys.stdout.write(
+            f"{app:18s} start {_fmt(c.start)}  restart {_fmt(c.restart)}  eval {_fmt(c.eval)}  "
+            f"verify {c.verify:.2f} s  colocation "
+            + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
+    sys.stdout.write(f"wrote {out}\n")
+    return 0
+
+
+def _fmt(table: dict[int, float]) -> str:
+    return "/".join(f"K{k} {v:.2f}s" for k, v in sorted(table.items()))

@@ -321,5 +321,7 @@ class LiveJob:
         r = self.record
         return {"job": self.name, "type": r.spec.application, "state": self.state,
                 "workers": r.replicas, "batch": r.batch_size, "progress": r.progress,
-                "metric": self.metric, "rate": self.rate(), "launches": self.launches,
+                "metric": self.metric,
+                "rate": self.rate() if self.state == "running" else None,
+                "launches": self.launches,
                 "wall": time.time()}

@@ -66,26 +66,33 @@ def expected_progress(profiles: Mapping[str, AppProfile] | None) -> dict[str, fl
     return out
 
 
+@dataclass
+class _SignalState:
+    count: int = 0
+    closing: bool = False  # shutting down already: a signal kills, never unwinds
+
+
 @contextlib.contextmanager
-def _signals(backend: LiveBackend) -> Iterator[None]:
+def _signals(backend: LiveBackend) -> Iterator[_SignalState]:
     """First SIGINT/SIGTERM: graceful stop of every group; second: kill now."""
-    count = 0
+    state = _SignalState()
 
     def handler(signum: int, frame: object) -> None:
-        nonlocal count
-        count += 1
-        if count == 1:
+        state.count += 1
+        if state.count == 1 and not state.closing:
             log.warning("%s: stopping every job at its next step (checkpoint); "
                         "signal again to kill", signal.Signals(signum).name)
             backend.interrupt()
             return
-        log.warning("second signal: killing every job now")
+        log.warning("%s again: killing every job now", signal.Signals(signum).name)
         backend.kill_all()
-        raise RunInterrupted()
+        if not state.closing:
+            state.closing = True
+            raise RunInterrupted()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield state
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -144,23 +151,31 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
         if resume is not None:
             for job in restore_jobs(resume, backend, limits):
                 engine.adopt(job, abandoned=job.state == "failed")
-        try:
-            with _signals(backend):
+        error: BaseException | None = None
+        with _signals(backend) as sig:
+            try:
                 engine.run()
-        except RunInterrupted:
-            interrupted = True
-        finally:
+            except RunInterrupted:
+                interrupted = True
+            except BaseException as exc:  # a bug or a kill: still stop every job, end the log
+                error, interrupted = exc, True
+            sig.closing = True
             backend.close()
             status.update(env.now, [j.status(env.now) for j in backend.jobs], force=True)
-        now = backend.now()
-        if interrupted:
-            for job in engine.active:  # their processes are gone: they hold nothing now
-                if job.record.replicas:
-                    elog.emit(now, "allocate", job.record.name, allocation=[0] * len(
-                        s.cluster.slots_per_node), replicas=0, nodes=0, batch=0, micro=0,
-                              accum=0, restart=False, reason="interrupted")
-        elog.emit(now, "end", None, wall_s=time.perf_counter() - wall0, interrupted=interrupted,
-                  wall_end=time.time(), abandoned=sorted(engine.abandoned))
+            now = backend.now()
+            if interrupted:
+                for job in engine.active:  # their processes are gone: they hold nothing now
+                    if job.record.replicas:
+                        elog.emit(now, "allocate", job.record.name,
+                                  allocation=[0] * s.cluster.num_nodes, replicas=0, nodes=0,
+                                  batch=0, micro=0, accum=0, restart=False,
+                                  reason="interrupted")
+            elog.emit(now, "end", None, wall_s=time.perf_counter() - wall0,
+                      interrupted=interrupted, wall_end=time.time(),
+                      abandoned=sorted(engine.abandoned),
+                      error=repr(error) if error is not None else None)
+        if error is not None:
+            raise error
     summary = write_results(out)
     summary["interrupted"] = interrupted
     return summary

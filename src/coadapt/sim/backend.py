@@ -30,10 +30,12 @@ class ModeledBackend:
     mode: ClassVar[str] = "simulate"
 
     def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
-                 costs: LiveCosts | None = None) -> None:
+                 costs: LiveCosts | None = None,
+                 script: Mapping[str, list[tuple[float, int]]] | None = None) -> None:
         self.profiles = profiles
         self.delay = restart_delay
         self.costs = costs
+        self.script = script or {}  # recorded in-place batch changes (a replay)
         self.jobs: list[ModeledJob] = []
         self.ctx: EngineContext | None = None
         self._recheck = False
@@ -107,6 +109,24 @@ class ModeledBackend:
         self.ctx.log.emit(now, "start", job.name, batch=job.record.batch_size, epoch=job.epoch,
                           progress=job.record.progress, **obs)
         self.after(job, job.time_to_boundary(now), self.on_boundary)
+        launch = job.launch
+        for t, batch in self.script.get(job.name, ()):
+            if t > now:
+                ev = self.ctx.env.timeout(t - now)
+                ev.callbacks.append(lambda _ev, b=batch: self._scripted(job, launch, b))
+
+    def _scripted(self, job: ModeledJob, launch: int, batch: int) -> None:
+        """A recorded in-place batch change, if the job still runs that launch."""
+        now = self.ctx.env.now
+        r = job.record
+        if launch != job.launch or job.finishing or not r.replicas or now < job.run_from:
+            return
+        old = (r.micro, r.accum)
+        r.choose_batch(batch)
+        if (r.micro, r.accum) != old:
+            job.advance(now)
+            job.version += 1
+            self.rebatched(job, now)
 
     def rebatched(self, job: ModeledJob, now: float) -> None:
         """The batch changed in place (no restart)."""

@@ -42,6 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Pollux power-mean exponent over speedups (default -1)")
     p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
     p.add_argument("--out", default="out/sim", help="output folder (default out/sim)")
+    p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
+                   help="charge the live costs measured by 'coadapt calibrate' (start, restart, "
+                   "validation, verification, co-location) instead of the fixed restart delay: "
+                   "'auto' (default) uses PROFILES/live-costs.json when it exists")
+    p.add_argument("--replay", metavar="DIR", default=None,
+                   help="replay the allocations recorded in DIR/<policy>/events.jsonl (a live "
+                   "run) instead of letting the policy decide: what then differs from the "
+                   "recording is the job model's error, not the policy's choices")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -55,14 +63,21 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.engine.cluster import ClusterSpec
     from coadapt.engine.run import RunSettings
     from coadapt.policies import REGISTRY
+    from coadapt.policies.replay import ReplayPolicy
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
+    from coadapt.sim.costs import CostError
     from coadapt.sim.run import simulate_policy
     from coadapt.workloads import WorkloadError, load_workload
 
     names = sorted(REGISTRY) if args.policy == "all" else args.policy.split(",")
+    if args.replay is not None:
+        recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
+        if not recorded:
+            return _fail(f"--replay {args.replay}: no <policy>/events.jsonl below it")
+        names = recorded if args.policy == "all" else [n for n in names if n in recorded]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
@@ -73,18 +88,35 @@ def run(args: argparse.Namespace) -> int:
         cluster = ClusterSpec.parse(args.cluster)
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))
-    except (ValueError, ProfileError, WorkloadError) as exc:
+        costs = _costs(args.live_costs, args.profiles)
+        replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
+                   for n in names} if args.replay else {}
+    except (ValueError, ProfileError, WorkloadError, CostError) as exc:
         return _fail(str(exc))
     settings = RunSettings(cluster, args.interval, args.restart_delay, args.seed, args.power,
                            show_progress=not args.no_progress)
     out = Path(args.out)
     summaries = []
     for name in names:
-        summaries.append(simulate_policy(workload, profiles, name, settings, out / name))
+        summaries.append(simulate_policy(workload, profiles, name, settings, out / name,
+                                         costs=costs, replay=replays.get(name)))
     write_comparison(summaries, out)
     sys.stdout.write(format_table(
         summaries, f"SIMULATED: {workload.name} on {cluster} ({len(workload.jobs)} jobs, "
-        f"profiles {args.profiles})") + "\n")
+        f"profiles {args.profiles}{', live costs' if costs else ''}"
+        f"{', replaying ' + args.replay if args.replay else ''})") + "\n")
     sys.stdout.write(f"results in {out}/\n")
     logging.getLogger(__name__).info("summaries: %s", json.dumps(summaries))
     return 0
+
+
+def _costs(spec: str, profiles: str):
+    """The measured live costs to charge, or None (see --live-costs)."""
+    from coadapt.sim.costs import COSTS_FILE, LiveCosts
+
+    if spec == "none":
+        return None
+    if spec == "auto":
+        path = Path(profiles.partition(":")[2] if ":" in profiles else profiles) / COSTS_FILE
+        return LiveCosts.load(path) if path.exists() else None
+    return LiveCosts.load(Path(spec))

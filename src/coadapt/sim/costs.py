@@ -11,12 +11,17 @@ charges them when it is given them, and nothing is hand-set.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import polars as pl
+
+from coadapt.profiling.profile import AppProfile
 
 COSTS_FILE = "live-costs.json"
 FORMAT = "coadapt-live-costs"
@@ -36,6 +41,21 @@ def _by_workers(table: Mapping[int, float], workers: int) -> float:
 
 
 @dataclass(frozen=True)
+class StepPoint:
+    """A steady step measured by the calibration, as one synchronizing step
+    (the profile's ``placements.csv`` unit) on one node."""
+
+    workers: int
+    local_bsz: int
+    step: float
+    sync: float
+    samples: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class TypeCosts:
     """Seconds, per worker count (``start``: first launch until the first step
     is done, less one steady step; ``restart``: stop request until the first
@@ -48,6 +68,7 @@ class TypeCosts:
     eval: dict[int, float]
     verify: float
     colocation: dict[str, float] = field(default_factory=dict)
+    steps: list[StepPoint] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -111,10 +132,38 @@ class LiveCosts:
                     restart={int(k): float(v) for k, v in t["restart"].items()},
                     eval={int(k): float(v) for k, v in t["eval"].items()},
                     verify=float(t["verify"]),
-                    colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()})
+                    colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()},
+                    steps=[StepPoint(int(p["workers"]), int(p["local_bsz"]), float(p["step"]),
+                                     float(p["sync"]), int(p.get("samples", 0)))
+                           for p in t.get("steps", [])])
             except (KeyError, TypeError, ValueError) as exc:
                 raise CostError(f"{path}: types.{app}: bad or missing field ({exc})") from None
             if not (types[app].start and types[app].restart and types[app].eval):
                 raise CostError(f"{path}: types.{app}: start, restart and eval need at least "
                                 "one worker count")
         return cls(types, doc.get("meta", {}))
+
+
+def refine_profiles(profiles: Mapping[str, AppProfile],
+                    costs: LiveCosts) -> dict[str, AppProfile]:
+    """Profiles whose single-node step table includes the calibration's steady
+    steps (replacing a timing-grid cell at the same configuration): the
+    simulator's truth where live jobs actually run. The profiles on disk are
+    not touched."""
+    out = dict(profiles)
+    for app, prof in profiles.items():
+        t = costs.types.get(app)
+        if t is None or not t.steps:
+            continue
+        rows = pl.DataFrame({"placement": [str(p.workers) for p in t.steps],
+                             "local_bsz": [p.local_bsz for p in t.steps],
+                             "step_time": [p.step for p in t.steps],
+                             "sync_time": [p.sync for p in t.steps]})
+        base = prof.placements.with_columns(pl.col("local_bsz").cast(pl.Int64))
+        keep = base.join(rows.select("placement", "local_bsz"), on=["placement", "local_bsz"],
+                         how="anti")
+        merged = pl.concat([keep.select(rows.columns), rows.cast(keep.select(rows.columns).schema)],
+                           how="vertical")
+        out[app] = dataclasses.replace(prof, placements=merged, _cache={},
+                                       source=f"{prof.source} + {costs.meta.get('source', '')}")
+    return out

@@ -37,6 +37,7 @@ class ModeledJob:
     rate: float = 0.0
     version: int = 0  # bumped on every state change; stale timers compare it
     factor: float = 1.0  # compute slowdown from jobs sharing its node (measured costs)
+    launch: int = 0  # bumped on every reallocation (scripted rebatches belong to one)
     finishing: bool = False  # target reached; final validation and verification under way
 
     @property
@@ -85,6 +86,7 @@ class ModeledJob:
         """A new allocation; returns the delay before the job runs again."""
         self.record.set_allocation(allocation)
         self.version += 1
+        self.launch += 1
         self.rate = 0.0
         delay = 0.0
         if self.record.replicas:

@@ -13,28 +13,33 @@ from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
 from coadapt.engine.run import RunSettings, t_iso_table, write_results
 from coadapt.eventlog import EventLog
-from coadapt.policies import PolicyConfig, make_policy
+from coadapt.policies import Policy, PolicyConfig, make_policy
+from coadapt.policies.replay import ReplayPolicy
 from coadapt.profiling.profile import AppProfile
 from coadapt.report.progress import ProgressBar
 from coadapt.sim.backend import ModeledBackend
-from coadapt.sim.costs import LiveCosts
+from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.workloads.workload import Workload
 
 
 def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], policy_name: str,
                     settings: RunSettings, out_dir: Path,
-                    costs: LiveCosts | None = None) -> dict[str, Any]:
+                    costs: LiveCosts | None = None,
+                    replay: ReplayPolicy | None = None) -> dict[str, Any]:
     """Replay ``workload`` under one policy; writes events.jsonl, jobs.csv and
     summary.json to ``out_dir`` and returns the summary. With ``costs`` jobs
     pay the measured live costs (start, restart, validation, verification,
-    co-location) instead of one fixed restart delay."""
+    co-location) instead of one fixed restart delay. With ``replay`` the
+    recorded run's allocations and batch changes replace the policy's."""
     out_dir.mkdir(parents=True, exist_ok=True)
     events_path = out_dir / "events.jsonl"
     events_path.unlink(missing_ok=True)
-    policy = make_policy(policy_name, PolicyConfig(settings.restart_delay, settings.interval,
-                                                   settings.p))
+    policy: Policy = replay if replay is not None else make_policy(
+        policy_name, PolicyConfig(settings.restart_delay, settings.interval, settings.p))
     apps = {j.application for j in workload.jobs}
     limits = declared_limits(apps, profiles)
+    if costs is not None:
+        profiles = refine_profiles(profiles, costs)
     t0 = time.perf_counter()
     bar = ProgressBar(total=len(workload.jobs), items=len(workload.jobs),
                       label=f"{policy_name:>14}", unit="jobs", min_interval=10.0,
@@ -46,12 +51,14 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
                    restart_delay=settings.restart_delay, seed=settings.seed,
                    profiles={a: profiles[a].source for a in sorted(apps)},
                    live_costs=costs.meta.get("source") if costs is not None else None,
+                   replay_of=replay.source if replay is not None else None,
                    t_iso=t_iso_table(profiles, limits, apps, settings))
 
         def progress(done: int, total: int, now: float) -> None:
             bar.advance(1, f"simulated t={now / 3600:.1f} h")
 
-        backend = ModeledBackend(profiles, settings.restart_delay, costs)
+        backend = ModeledBackend(profiles, settings.restart_delay, costs,
+                                 replay.script if replay is not None else None)
         engine = Engine(workload, limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress)
