@@ -33,7 +33,6 @@ class DecisionError(RuntimeError):
 class EngineResult:
     jobs: list[JobHandle]
     decision_ms: list[float] = field(default_factory=list)
-    end_time: float = 0.0
 
 
 class Engine:
@@ -75,7 +74,6 @@ class Engine:
         if not self.active and not self._pending:
             self._done.succeed()
         self.env.run(until=self._done)
-        self.result.end_time = self.env.now
         return self.result
 
     def _arrivals(self):
@@ -96,7 +94,7 @@ class Engine:
 
     # ---------------------------------------------------------------- rounds
     def round(self, now: float) -> None:
-        for job in self.active:
+        for job in list(self.active):  # a live job may complete while it syncs
             job.sync(now)
         nodes = self.cluster.num_nodes
         snap = Snapshot(now, self.cluster.slots_per_node,
@@ -109,7 +107,7 @@ class Engine:
         empty = (0,) * nodes
         self.check(decision)
         used = 0
-        for job in self.active:
+        for job in list(self.active):
             a = decision.get(job.record.name, Assignment(empty))
             used += sum(a.allocation)
             if job.apply(a, now):

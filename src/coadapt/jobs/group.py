@@ -78,6 +78,7 @@ class RunConfig:
     exit_grace: float = 60.0
     cores: tuple[int, ...] | None = None
     worker_timeout: float = 300.0
+    verify_timeout: float = 300.0
 
 
 @dataclass
@@ -158,6 +159,7 @@ class Group:
         self._stop_sent = False
         self._time_limited = False
         self._verify: subprocess.Popen[bytes] | None = None
+        self._verify_started = 0.0
         self._status: dict[str, Any] | None = None
         self._result: GroupResult | None = None
         self._exited_ok_at: float | None = None
@@ -348,17 +350,24 @@ class Group:
         if self._status is None:
             return self._fail("workers exited 0 without writing status.json")
         if self._status["status"] == "complete" and self.cfg.verify:
+            err = open(self.dir / "logs" / "verify.log", "ab")  # noqa: SIM115
+            self._logs.append(err)
             self._verify = subprocess.Popen(
                 [sys.executable, "-m", "coadapt.jobs.verify", str(self.dir), "--json"],
-                env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE,
+                env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE, stderr=err,
                 stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(self._cores),
                 start_new_session=True)  # a terminal's Ctrl-C is the parent's to handle
+            self._verify_started = time.monotonic()
             return None
         return self._finish(verified=None, metric=self._status["metric"])
 
     def _poll_verify(self) -> GroupResult | None:
         assert self._verify is not None
         if self._verify.poll() is None:
+            if time.monotonic() - self._verify_started > self.cfg.verify_timeout:
+                self.kill()
+                return self._fail(f"verification still running after "
+                                  f"{self.cfg.verify_timeout:.0f} s (logs/verify.log)")
             return None
         out = self._verify.communicate()[0].decode().strip().splitlines()
         try:

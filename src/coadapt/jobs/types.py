@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 class ConfigError(ValueError):
     """A bad job request; ``field`` names the offending input (for exit code 2)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
+    def __init__(self, field: str, message: str | None = None) -> None:
+        # One argument is a whole message (how SimPy and pickle re-create errors).
+        super().__init__(field if message is None else f"{field}: {message}")
+        self.field = field.partition(":")[0] if message is None else field
 
 
 @dataclass(frozen=True)

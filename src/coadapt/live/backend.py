@@ -61,11 +61,15 @@ class LiveBackend:
         self.ctx: EngineContext | None = None
         self.wall0 = time.time()  # wall time at experiment t = 0, set by bind()
         self.interrupting = False
+        self.hard_stop = False
         self._interrupt_deadline: float | None = None
 
     # ------------------------------------------------------------ the protocol
     def bind(self, ctx: EngineContext) -> None:
         self.ctx = ctx
+        sync = getattr(ctx.env, "sync", None)
+        if sync is not None:  # the realtime clock starts now, not when it was created
+            sync()
         self.wall0 = time.time() - ctx.env.now
         ctx.env.process(self._poll_loop())
 
@@ -80,11 +84,15 @@ class LiveBackend:
     def close(self) -> None:
         """Stop every group gracefully (checkpoint), kill what is left after
         ``stop_timeout``; never leaves a process behind."""
-        running = [j for j in self.jobs if j.has_processes]
-        for j in running:
-            j.stop()
+        self.interrupting = True  # no more launches
         deadline = time.monotonic() + self.settings.stop_timeout
-        while any(j.launch is not None and j.launch.group.poll() is None for j in running):
+        while True:
+            alive = [j for j in self.jobs if j.has_processes]
+            if not alive:
+                break
+            for j in alive:
+                j.stop()  # idempotent; a verifying job finishes its verification
+                j.poll(self.now())  # through the job: a verified completion is still logged
             if time.monotonic() > deadline:
                 log.warning("groups still running %.0f s after the stop request: killing",
                             self.settings.stop_timeout)
@@ -93,6 +101,8 @@ class LiveBackend:
         self.kill_all()
 
     def kill_all(self) -> None:
+        """Second signal: SIGKILL everything now; the poll loop ends the run."""
+        self.hard_stop = True
         for j in self.jobs:
             j.kill()
 
@@ -129,7 +139,11 @@ class LiveBackend:
                     job.poll(now)
             if self.status is not None:
                 self.status.update(now, [j.status(now) for j in self.jobs])
+            if self.hard_stop:
+                raise RunInterrupted()
             if self.interrupting:
+                for j in self.jobs:
+                    j.stop()  # also groups launched while the interrupt came in
                 alive = [j for j in self.jobs if j.has_processes]
                 if not alive:
                     raise RunInterrupted()

@@ -69,13 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-compare", action="store_true",
                    help="do not simulate the workload and compare afterwards")
     p.add_argument("--no-status", action="store_true", help="no live status table")
+    p.add_argument("--no-probe", dest="probe", action="store_false",
+                   help="skip the ~30 s speed probe before each policy (the comparison then "
+                   "assumes the machine runs at its calibrated speed)")
     p.add_argument("--target", action="append", default=[], metavar="TYPE=VALUE",
                    help="override a job type's validation target (repeatable; e.g. a quick "
                    "smoke run: --target mlp-mnist1d=0.5)")
     p.add_argument("--eval-every", action="append", default=[], metavar="TYPE=PROGRESS",
                    help="override a job type's validation interval (repeatable)")
     p.set_defaults(func=run)
-    register_calibrate(sub)
 
 
 def _fail(message: str) -> int:
@@ -176,7 +178,7 @@ def _claim(out: Path, spec: dict) -> None:
                          f"'coadapt live --resume {out}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed",
-            "targets", "evals")
+            "targets", "evals", "probe")
     path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
 
 
@@ -215,7 +217,19 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
                     return _fail(str(exc))
                 summaries.append(json.loads((d / "summary.json").read_text()))
                 continue
-        plan = LivePlan(workload, name, settings, live, d, profiles)
+        probe = None
+        if costs is not None and spec.get("probe", True):
+            from coadapt.live.cores import usable_cores
+            from coadapt.live.probe import speed_probe
+
+            sys.stderr.write(f"{name}: probing this machine's speed against its calibration "
+                             f"({len({j.application for j in workload.jobs})} job types, "
+                             "~7 s each)\n")
+            probe = speed_probe([j.application for j in workload.jobs], costs,
+                                usable_cores()[0])
+            sys.stderr.write(f"{name}: steps take {probe['factor']:.3f} x their calibrated "
+                             "time now\n")
+        plan = LivePlan(workload, name, settings, live, d, profiles, probe)
         summary = run_live(plan, resume=state)
         summaries.append(summary)
         if summary.get("interrupted"):
@@ -224,107 +238,47 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
     write_comparison(summaries, out)
     sys.stdout.write(format_table(summaries, f"LIVE: {workload.name} on {cluster} "
                                   f"({len(workload.jobs)} jobs, real processes)") + "\n")
-    if compare and profiles is not None:
+    if compare and profiles is not None and (spec.get("targets") or spec.get("evals")):
+        log.warning("no comparison: --target/--eval-every changed the live jobs, the "
+                    "profiles describe the registry's")
+    elif compare and profiles is not None:
         _compare(names, workload, profiles, costs, settings, out)
     sys.stdout.write(f"results in {out}/\n")
     return 0
 
 
+COMPARISONS = {
+    "sim": "SIMULATED (policies decide) vs LIVE",
+    "replay": "SIMULATED replaying the live allocations and batch changes vs LIVE "
+              "(job-model error only)",
+    "sim-unprobed": "SIMULATED (policies decide, calibrated speed, no probe correction) vs LIVE",
+}
+
+
 def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
-    """Simulate the workload twice: with the policies deciding (OUT/sim) and
-    replaying the live allocations (OUT/replay); compare both with live."""
+    """Simulate the workload with the policies deciding (OUT/sim), replaying
+    the live allocations (OUT/replay), both at the machine speed the probe
+    found before each run, and with the policies deciding at the calibrated
+    speed (OUT/sim-unprobed); compare each with live."""
+    from coadapt.eventlog import read_events
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.report.simlive import compare_dirs, format_comparison, write_outputs
     from coadapt.sim.run import simulate_policy
 
     if costs is None:
         log.warning("comparing without measured live costs: run 'coadapt calibrate' first")
-    for kind in ("sim", "replay"):
+    for kind, title in COMPARISONS.items():
+        if kind == "sim-unprobed" and costs is None:
+            continue
         for name in names:
-            replay = ReplayPolicy.from_log(out / name / "events.jsonl") if kind == "replay" \
-                else None
-            simulate_policy(workload, profiles, name, settings, out / kind / name, costs=costs,
+            log_path = out / name / "events.jsonl"
+            probe = next(read_events(log_path)).get("speed_probe") or {}
+            scaled = costs.scaled(probe.get("factor", 1.0)) \
+                if costs is not None and kind != "sim-unprobed" else costs
+            replay = ReplayPolicy.from_log(log_path) if kind == "replay" else None
+            simulate_policy(workload, profiles, name, settings, out / kind / name, costs=scaled,
                             replay=replay)
         result = compare_dirs(out / kind, out)
         write_outputs(result, out if kind == "sim" else out / kind)
-        title = ("SIMULATED (policies decide) vs LIVE" if kind == "sim" else
-                 "SIMULATED replaying the live allocations vs LIVE (job-model error only)")
         sys.stdout.write(f"\n{title}\n{format_comparison(result)}\n")
 
-
-CALIBRATE_HELP = """\
-Measure what a live job pays besides its steady training steps, per job type,
-with real worker groups pinned to cores: first start, restart (stop, checkpoint,
-relaunch, resume), each validation with its checkpoint, the fresh-process
-verification, and the step-time slowdown next to another job on the same node.
-Writes OUT (default PROFILES/live-costs.json), which 'coadapt simulate' and the
-comparison after 'coadapt live' charge instead of one fixed restart delay.
-Takes about 6 minutes for the four job types on an idle 2-core machine.
-"""
-
-
-def register_calibrate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("calibrate", help="measure live start/restart/validation/verify costs",
-                       description=CALIBRATE_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profiles", default="profiles",
-                   help="profiles folder (step times pace the validations; default profiles)")
-    p.add_argument("--types", default=None,
-                   help="comma list of job types (default: all in the job registry)")
-    p.add_argument("--out", default=None, help="output file (default PROFILES/live-costs.json)")
-    p.add_argument("--phase", type=float, default=6.0,
-                   help="seconds of training per phase (default 6)")
-    p.add_argument("--pair", type=float, default=10.0,
-                   help="seconds side by side per pair of job types (default 10)")
-    p.set_defaults(func=calibrate_cmd)
-
-
-def calibrate_cmd(args: argparse.Namespace) -> int:
-    import itertools
-
-    from coadapt.jobs.registry import JOB_TYPES
-    from coadapt.live.calibrate import CalibrationSettings, calibrate
-    from coadapt.live.cores import usable_cores
-    from coadapt.profiling.profile import ProfileError
-    from coadapt.profiling.sources import load_profiles
-    from coadapt.report.progress import ProgressBar
-    from coadapt.sim.costs import COSTS_FILE
-
-    apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
-    unknown = [a for a in apps if a not in JOB_TYPES]
-    if unknown:
-        return _fail(f"--types: unknown job type {', '.join(unknown)}; "
-                     f"known: {', '.join(sorted(JOB_TYPES))}")
-    if args.phase <= 0 or args.pair <= 0:
-        return _fail("--phase and --pair must be > 0 seconds")
-    cores = usable_cores()
-    if len(cores) < 2:
-        return _fail(f"calibration needs 2 cores (1 and 2 workers, pairs); this machine has "
-                     f"{len(cores)} usable")
-    steps = {}
-    try:
-        profiles = load_profiles(args.profiles) if Path(args.profiles).exists() else {}
-    except ProfileError as exc:
-        return _fail(str(exc))
-    for app in apps:
-        if app in profiles:
-            p = profiles[app]
-            steps[app] = p.throughput((1,), p.init_batch_size)[0]
-    s = CalibrationSettings(phase_s=args.phase, pair_s=args.pair, cores=(cores[0], cores[1]))
-    out = Path(args.out) if args.out else Path(args.profiles) / COSTS_FILE
-    pairs = sum(1 if a == b else 2 for a, b in itertools.combinations_with_replacement(apps, 2))
-    bar = ProgressBar(total=len(apps) * (len(s.cycle) + 2) + 2 * len(apps) + pairs,
-                      label="calibrate", unit="phases")
-    costs = calibrate(apps, out, s, steps, tick=lambda note: bar.advance(1, note))
-    bar.close()
-    for app, c in sorted(costs.types.items()):
-        sys.stdout.write(
-            f"{app:18s} start {_fmt(c.start)}  restart {_fmt(c.restart)}  eval {_fmt(c.eval)}  "
-            f"verify {c.verify:.2f} s  colocation "
-            + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
-    sys.stdout.write(f"wrote {out}\n")
-    return 0
-
-
-def _fmt(table: dict[int, float]) -> str:
-    return "/".join(f"K{k} {v:.2f}s" for k, v in sorted(table.items()))

@@ -41,7 +41,6 @@ class LaunchState:
 
     group: Group
     wall0: float  # wall time of the job's first start (worker event times count from it)
-    replicas: int
     nodes: int
     started_at: float  # experiment time of the launch
     first_step_at: float | None = None
@@ -163,11 +162,16 @@ class LiveJob:
             resume=resume, events=self.events_path, job_id=self.name, seed=s.seed,
             target=s.targets.get(app), eval_every=s.eval_every.get(app), verify=True,
             cores=cores, worker_timeout=s.worker_timeout, exit_grace=s.exit_grace)
-        group = Group(cfg).start()
+        try:
+            group = Group(cfg).start()
+        except (ValueError, OSError) as exc:  # a bad launch fails this job, not the run
+            self.backend.pool.release(self.name)
+            self._failed(now, f"launch failed: {exc}", [])
+            return
         assert group.meta is not None
         self.launches += 1
-        self.launch = LaunchState(group, float(group.meta["first_start_wall"]), r.replicas,
-                                  len(r.placement), now)
+        self.launch = LaunchState(group, float(group.meta["first_start_wall"]), len(r.placement),
+                                  now)
         self.state = "starting"
         self.recent.clear()
         if self._needs_resume_event:
@@ -196,7 +200,12 @@ class LiveJob:
             self.state = "pending" if r.replicas else "waiting"
             self.launch = None
             return
-        reason = res.message or f"status {res.status}, verified {res.verified}"
+        self._failed(now, res.message or f"status {res.status}, verified {res.verified}",
+                     res.worker_exit_codes)
+
+    def _failed(self, now: float, reason: str, exit_codes: list) -> None:
+        """Relaunch from the last checkpoint, or give up after max_retries."""
+        r = self.record
         self.failures += 1
         self.last_failure = reason
         fatal = self.failures > self.backend.settings.max_retries
@@ -208,7 +217,7 @@ class LiveJob:
             self.backend.ctx.abandon(self, now, f"{reason} ({self.failures} failures)")
             return
         self.backend.emit(now, "fail", self.name, reason=reason, failures=self.failures,
-                          fatal=False, exit_codes=res.worker_exit_codes,
+                          fatal=False, exit_codes=exit_codes,
                           progress=r.progress, checkpoint_progress=self.checkpoint_progress)
         self._needs_resume_event = True
         self.state = "pending" if r.replicas else "waiting"
@@ -289,7 +298,7 @@ class LiveJob:
                           progress=e.get("progress"), batch=r.batch_size, micro=r.micro,
                           accum=r.accum, metric=e.get("metric"), eval_time=e.get("eval_time"),
                           **self._goodput(r.batch_size, value))
-        if r.adaptive and self.state == "running":
+        if r.adaptive and self.state == "running" and not e.get("reached"):
             old = (r.micro, r.accum)
             r.choose_batch(None)  # the agent re-tunes at each validation, as the simulator's
             if (r.micro, r.accum) != old:  # jobs do at each epoch boundary

@@ -51,8 +51,11 @@ def load_resume(out_dir: Path, workload: Workload) -> ResumeState:
                        float(wall_end) if wall_end else path.stat().st_mtime)
 
 
-def restore_jobs(state: ResumeState, backend: Any, limits: Mapping[str, JobLimits]) -> list[LiveJob]:
-    """LiveJobs for every job submitted before the interruption."""
+def restore_jobs(state: ResumeState, backend: Any,
+                 limits: Mapping[str, JobLimits]) -> tuple[list[LiveJob], list[str]]:
+    """LiveJobs for every job submitted before the interruption, and the names
+    of those the log still shows holding slots (a run that died without its
+    ``end``: their processes are gone, so they hold nothing now)."""
     specs = {s.name: s for s in state.workload.jobs}
     held: dict[str, tuple[float, int]] = {}
     jobs: dict[str, LiveJob] = {}
@@ -78,4 +81,5 @@ def restore_jobs(state: ResumeState, backend: Any, limits: Mapping[str, JobLimit
         job.record.last_t = state.t_end
         job.replay()
         backend.adopt(job)
-    return list(jobs.values())
+    holding = [n for n, (_, r) in held.items() if r and jobs[n].state not in ("done", "failed")]
+    return list(jobs.values()), holding

@@ -30,6 +30,7 @@ from coadapt.engine.run import RunSettings, t_iso_table, write_results
 from coadapt.eventlog import EventLog
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.live.backend import LiveBackend, LiveSettings, RunInterrupted
+from coadapt.live.calibrate import warm_caches
 from coadapt.live.checks import check_live_workload
 from coadapt.live.cores import usable_cores
 from coadapt.live.resume import ResumeState, restore_jobs
@@ -51,6 +52,7 @@ class LivePlan:
     live: LiveSettings
     out_dir: Path  # OUT/<policy>
     profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
+    probe: dict[str, Any] | None = None  # machine speed measured just before (live.probe)
 
 
 class AlreadyRun(ValueError):
@@ -85,10 +87,7 @@ def _signals(backend: LiveBackend) -> Iterator[_SignalState]:
             backend.interrupt()
             return
         log.warning("%s again: killing every job now", signal.Signals(signum).name)
-        backend.kill_all()
-        if not state.closing:
-            state.closing = True
-            raise RunInterrupted()
+        backend.kill_all()  # the poll loop ends the run; never unwind from a handler
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -99,7 +98,9 @@ def _signals(backend: LiveBackend) -> Iterator[_SignalState]:
 
 
 def _prepare_job_types(apps: set[str]) -> None:
-    """Build data caches before t = 0 (MNIST-1D generation takes seconds)."""
+    """Build data caches and warm the page cache before t = 0 (MNIST-1D
+    generation and a cold torch import take seconds)."""
+    warm_caches()
     for app in sorted(apps):
         job = JOB_TYPES[app]
         if job.prepare is not None:
@@ -138,19 +139,25 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                 total_slots=s.cluster.total_slots, interval=s.interval,
                 restart_delay=s.restart_delay, seed=s.seed, p=s.p,
                 host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
-                pid=os.getpid(), live={"targets": dict(plan.live.targets),
+                pid=os.getpid(), speed_probe=plan.probe,
+                live={"targets": dict(plan.live.targets),
                                        "eval_every": dict(plan.live.eval_every),
                                        "poll": plan.live.poll, "max_retries": plan.live.max_retries},
                 t_iso=t_iso_table(plan.profiles, limits, apps, s) if plan.profiles else {})
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
-                      pid=os.getpid())
+                      pid=os.getpid(), speed_probe=plan.probe)
         engine = Engine(wl, limits, backend, policy, s.cluster, elog, interval=s.interval,
                         restart_delay=s.restart_delay, env=env, round_info=backend.round_info,
                         first_round=0.0 if resume is not None else None)
         if resume is not None:
-            for job in restore_jobs(resume, backend, limits):
+            jobs, holding = restore_jobs(resume, backend, limits)
+            for job in jobs:
                 engine.adopt(job, abandoned=job.state == "failed")
+            for name in holding:
+                elog.emit(t_start, "allocate", name, allocation=[0] * s.cluster.num_nodes,
+                          replicas=0, nodes=0, batch=0, micro=0, accum=0, restart=False,
+                          reason="resumed")
         error: BaseException | None = None
         with _signals(backend) as sig:
             try:

@@ -11,8 +11,8 @@ the recorded run after that round's decisions; ``script`` holds the in-place
 batch changes the recorded jobs made between rounds, which the modeled
 backend replays at their times instead of letting jobs re-tune themselves. A job
 that the recorded run had already finished but the replay has not keeps its
-last allocation while those slots are free. It is not in the policy
-registry: it needs the log it replays.
+last allocation first; recorded allocations that no longer fit wait. It is
+not in the policy registry: it needs the log it replays.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ class ReplayPolicy:
         for e in read_events(path):
             if e["kind"] == "complete":
                 ends[e["job"]] = float(e["t"])
-            if e["kind"] == "progress" and e.get("batch"):
+            # in-place batch changes: live logs them as progress; a simulated job
+            # that re-tunes at an epoch boundary logs the new batch with the epoch
+            if e["kind"] in ("progress", "epoch") and e.get("batch"):
                 script[e["job"]].append((float(e["t"]), int(e["batch"])))
             if e["kind"] != "allocate" or e.get("reason") == "interrupted":
                 continue
@@ -70,19 +72,23 @@ class ReplayPolicy:
     def decide(self, snap: Snapshot) -> Decision:
         free = np.array(snap.slots_per_node, dtype=int)
         out: Decision = {}
-        leftover = []
+        recorded: list[tuple[str, Assignment]] = []
         for job in snap.jobs:
-            a = self._recorded(job.name, snap.time)
             if snap.time > self.ends.get(job.name, np.inf):
-                leftover.append(job)
+                # Finished in the recording, not yet here: it keeps its last slots first,
+                # being nearly done; waiting behind the recording's later jobs would
+                # make a small model error a large one.
+                a = self._last.get(job.name)
+                if a is not None and np.all(np.array(a.allocation) <= free):
+                    out[job.name] = a
+                    free -= np.array(a.allocation)
                 continue
+            a = self._recorded(job.name, snap.time)
             if a is not None and sum(a.allocation):
-                out[job.name] = a
-                self._last[job.name] = a
-                free -= np.array(a.allocation)
-        for job in leftover:  # finished in the recording, not yet here: keep what fits
-            a = self._last.get(job.name)
-            if a is not None and np.all(np.array(a.allocation) <= free):
-                out[job.name] = a
+                recorded.append((job.name, a))
+        for name, a in recorded:  # what the recording did, where it still fits
+            if np.all(np.array(a.allocation) <= free):
+                out[name] = a
+                self._last[name] = a
                 free -= np.array(a.allocation)
         return out

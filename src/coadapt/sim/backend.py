@@ -110,16 +110,25 @@ class ModeledBackend:
                           progress=job.record.progress, **obs)
         self.after(job, job.time_to_boundary(now), self.on_boundary)
         launch = job.launch
-        for t, batch in self.script.get(job.name, ()):
+        script = self.script.get(job.name, ())
+        before = [b for t, b in script if job.allocated_at < t <= now]
+        if before:  # recorded while this launch was still starting (it started sooner live)
+            self._scripted(job, launch, before[-1])
+        for t, batch in script:
             if t > now:
                 ev = self.ctx.env.timeout(t - now)
                 ev.callbacks.append(lambda _ev, b=batch: self._scripted(job, launch, b))
 
     def _scripted(self, job: ModeledJob, launch: int, batch: int) -> None:
-        """A recorded in-place batch change, if the job still runs that launch."""
+        """A recorded in-place batch change, if the job still runs that launch
+        (deferred to the end of a validation pause)."""
         now = self.ctx.env.now
         r = job.record
-        if launch != job.launch or job.finishing or not r.replicas or now < job.run_from:
+        if launch != job.launch or job.finishing or not r.replicas:
+            return
+        if now < job.run_from:
+            ev = self.ctx.env.timeout(job.run_from - now)
+            ev.callbacks.append(lambda _ev: self._scripted(job, launch, batch))
             return
         old = (r.micro, r.accum)
         r.choose_batch(batch)
@@ -148,6 +157,7 @@ class ModeledBackend:
             job.version += 1
             job.rate = 0.0
             job.finishing = True
+            job.final_metric = job.metric()
             hold = pause + (self.costs.verify(app) if self.costs is not None else 0.0)
             if hold > 0:
                 self.after(job, hold, self._finish)
@@ -167,6 +177,6 @@ class ModeledBackend:
     def _finish(self, job: ModeledJob, version: int) -> None:
         if version != job.version:
             return
-        self.ctx.complete(job, self.ctx.env.now, epoch=job.epoch, metric=job.metric(),
+        self.ctx.complete(job, self.ctx.env.now, epoch=job.epoch, metric=job.final_metric,
                           verified=None, simulated=True)
         self.neighbours_changed()

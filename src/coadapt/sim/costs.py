@@ -81,6 +81,7 @@ class TypeCosts:
 class LiveCosts:
     types: dict[str, TypeCosts]
     meta: dict[str, Any] = field(default_factory=dict)
+    speed: float = 1.0  # profiled step times are scaled by this too (``scaled``)
 
     def start(self, app: str, workers: int) -> float:
         return _by_workers(self.types[app].start, workers)
@@ -104,6 +105,21 @@ class LiveCosts:
             return 1.0
         mean = statistics.fmean(table.values())
         return statistics.fmean(table.get(n, mean) for n in nb)
+
+    def scaled(self, factor: float) -> LiveCosts:
+        """Every measured time x ``factor`` (a machine running that much slower
+        than when it was calibrated, as a speed probe found)."""
+        if factor == 1.0:
+            return self
+        types = {}
+        for app, t in self.types.items():
+            types[app] = TypeCosts(
+                {k: v * factor for k, v in t.start.items()},
+                {k: v * factor for k, v in t.restart.items()},
+                {k: v * factor for k, v in t.eval.items()}, t.verify * factor, t.colocation,
+                [StepPoint(p.workers, p.local_bsz, p.step * factor, p.sync * factor, p.samples)
+                 for p in t.steps])
+        return LiveCosts(types, {**self.meta, "speed_factor": factor}, factor)
 
     def policy_restart_delay(self) -> float:
         """The restart delay a policy should assume: the median measured restart."""
@@ -148,11 +164,16 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
                     costs: LiveCosts) -> dict[str, AppProfile]:
     """Profiles whose single-node step table includes the calibration's steady
     steps (replacing a timing-grid cell at the same configuration): the
-    simulator's truth where live jobs actually run. The profiles on disk are
-    not touched."""
+    simulator's truth where live jobs actually run; every step is scaled by
+    ``costs.speed`` (a probe's machine speed). The profiles on disk are not
+    touched."""
     out = dict(profiles)
     for app, prof in profiles.items():
         t = costs.types.get(app)
+        if costs.speed != 1.0:
+            prof = dataclasses.replace(prof, placements=prof.placements.with_columns(
+                pl.col("step_time") * costs.speed, pl.col("sync_time") * costs.speed), _cache={})
+            out[app] = prof
         if t is None or not t.steps:
             continue
         rows = pl.DataFrame({"placement": [str(p.workers) for p in t.steps],

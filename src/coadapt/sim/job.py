@@ -39,6 +39,8 @@ class ModeledJob:
     factor: float = 1.0  # compute slowdown from jobs sharing its node (measured costs)
     launch: int = 0  # bumped on every reallocation (scripted rebatches belong to one)
     finishing: bool = False  # target reached; final validation and verification under way
+    final_metric: float | None = None
+    allocated_at: float = 0.0
 
     @property
     def name(self) -> str:
@@ -87,6 +89,7 @@ class ModeledJob:
         self.record.set_allocation(allocation)
         self.version += 1
         self.launch += 1
+        self.allocated_at = t
         self.rate = 0.0
         delay = 0.0
         if self.record.replicas:
@@ -139,7 +142,7 @@ class ModeledJob:
                 self.backend.after(self, delay, self.backend.on_start)
             self.backend.neighbours_changed()
             return True
-        if r.replicas and a.adaptive and now >= self.run_from:
+        if r.replicas and a.adaptive and now >= self.run_from and not self.finishing:
             old = (r.micro, r.accum)
             r.choose_batch(a.batch_size)
             if (r.micro, r.accum) != old:

@@ -1,0 +1,64 @@
+"""Bad input to a live run fails before anything starts, naming file, line and field."""
+
+from pathlib import Path
+
+import pytest
+
+from coadapt.cli import main
+
+HEADER = "name,time,application,num_replicas,batch_size\n"
+
+
+def write(tmp_path: Path, rows: str) -> Path:
+    path = tmp_path / "w.csv"
+    path.write_text(HEADER + rows)
+    return path
+
+
+@pytest.mark.parametrize(("rows", "expect"), [
+    ("a,0,mlp-mnist1d,1,32\nb,5,resnet,1,32\n", ":3: field 'application' is 'resnet'"),
+    ("a,0,mlp-mnist1d,3,96\n", ":2: field 'num_replicas' is 3, more than the 2 workers"),
+    ("a,0,mlp-mnist1d,1,32\nb,1,cnn-mnist1d,2,4\n", ":3: field 'batch_size' is 4"),
+    ("a,0,transformer-text,1,256\n", ":2: field 'batch_size' is 256"),
+])
+def test_bad_rows_exit_2_and_start_nothing(tmp_path, capsys, rows, expect):
+    wl = write(tmp_path, rows)
+    out = tmp_path / "out"
+    code = main(["live", "--workload", str(wl), "--out", str(out), "--no-status"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{wl}{expect}" in err
+    assert not out.exists()
+
+
+def test_a_cluster_bigger_than_the_machine_exits_2(tmp_path, capsys):
+    wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\n")
+    code = main(["live", "--workload", str(wl), "--cluster", "64x4", "--out",
+                 str(tmp_path / "out")])
+    assert code == 2
+    assert "needs 256 cores" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_oracle_policies_cannot_run_live(tmp_path, capsys):
+    wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\n")
+    code = main(["live", "--workload", str(wl), "--policy", "optimus-oracle", "--out",
+                 str(tmp_path / "out")])
+    assert code == 2
+    assert "needs ground truth" in capsys.readouterr().err
+
+
+def test_an_existing_run_is_not_overwritten(tmp_path, capsys):
+    wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "live.json").write_text("{}")
+    code = main(["live", "--workload", str(wl), "--out", str(out)])
+    assert code == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_resume_of_a_folder_without_a_run_exits_2(tmp_path, capsys):
+    code = main(["live", "--resume", str(tmp_path)])
+    assert code == 2
+    assert "live.json: not found" in capsys.readouterr().err
