@@ -36,6 +36,10 @@ class EngineResult:
 
 
 class Engine:
+    STALL_ROUNDS = 200
+    """Rounds in a row in which jobs wait and the policy gives nobody a slot
+    before the run fails loudly instead of looping forever."""
+
     def __init__(self, workload: Workload, limits: Mapping[str, JobLimits], backend: Backend,
                  policy: Policy, cluster: ClusterSpec, log: EventLog, *,
                  interval: float = 60.0, restart_delay: float = 30.0,
@@ -56,6 +60,7 @@ class Engine:
         self.result = EngineResult(self.jobs)
         self._pending: list[JobSpec] = list(workload.jobs)
         self._done = self.env.event()
+        self._idle_rounds = 0
 
     # ------------------------------------------------------------------ run
     def adopt(self, job: JobHandle, abandoned: bool = False) -> None:
@@ -116,9 +121,23 @@ class Engine:
                               replicas=r.replicas, nodes=len(r.placement), batch=r.batch_size,
                               micro=r.micro, accum=r.accum, restart=r.restarts > 0,
                               adaptive=r.adaptive)
+        self._watch(used, now)
         extra = self.round_info(now) if self.round_info is not None else {}
         self.log.emit(now, "round", None, decision_ms=ms, active=len(self.active),
                       used_slots=used, utilization=used / self.cluster.total_slots, **extra)
+
+    def _watch(self, used: int, now: float) -> None:
+        """Fail when the policy starves every waiting job for STALL_ROUNDS rounds
+        (e.g. a request no node combination can ever satisfy)."""
+        busy = used or any(j.record.replicas for j in self.active)
+        self._idle_rounds = 0 if busy or not self.active else self._idle_rounds + 1
+        if self._idle_rounds >= self.STALL_ROUNDS:
+            waiting = ", ".join(f"{j.record.name} (asks {j.record.spec.num_replicas})"
+                                for j in self.active[:5])
+            raise DecisionError(
+                f"policy {self.policy.name} gave no job a slot for {self.STALL_ROUNDS} rounds "
+                f"(t={now:.0f} s) while {len(self.active)} wait: {waiting}; the cluster "
+                f"{self.cluster} has {self.cluster.total_slots} slots")
 
     def _oracle(self, job: JobHandle):
         return job.oracle() if self.policy.uses_oracle else None

@@ -298,11 +298,24 @@ def measure_pairs(apps: Sequence[str], root: Path, s: CalibrationSettings,
                  _launch(r, 1, JOB_TYPES[app].init_batch_size, 1e9, s.cores[1:], resume=False))]
         t_all, t_stop, _ = _train(runs, s.pair_s)
         alone[app].append(_steady(_segments(r)[0], lo=t_all, hi=t_stop, wall0=r.wall0()))
-    base = {a: statistics.median(v) for a, v in alone.items()}
-    factors = {a: {b: statistics.median(beside[(a, b)]) / base[a] for b in apps} for a in apps}
+    factors = colocation_factors(apps, alone, beside)
     raw = {"alone_step_s": dict(alone),
            "beside_step_s": {f"{a}|{b}": v for (a, b), v in beside.items()}}
     return factors, raw
+
+
+def colocation_factors(apps: Sequence[str], alone: dict[str, list[float]],
+                       beside: dict[tuple[str, str], list[float]]) -> dict[str, dict[str, float]]:
+    """Median step next to each type over the median alone, and ``any``: over
+    every neighbour pooled. Single pairs swing by +-20% on a shared machine
+    (two runs of one pair differed that much here); the pooled median is what
+    the simulator charges."""
+    out = {}
+    for a in apps:
+        base = statistics.median(alone[a])
+        out[a] = {b: statistics.median(beside[(a, b)]) / base for b in apps}
+        out[a]["any"] = statistics.median(v for b in apps for v in beside[(a, b)]) / base
+    return out
 
 
 def calibrate(apps: Sequence[str], out: Path, s: CalibrationSettings,

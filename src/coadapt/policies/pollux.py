@@ -64,7 +64,9 @@ class Pollux:
         costs = []
         for job, rk in zip(jobs, rank, strict=True):
             s = self._speedups(job, total, per_node, fair)
-            factor = max(job.age - job.restarts * delay, 0.0) / (job.age + delay)
+            # no delay at age 0 (a job just submitted, --restart-delay 0): nothing to lose
+            factor = max(job.age - job.restarts * delay, 0.0) / (job.age + delay) \
+                if job.age + delay > 0 else 1.0
             r = np.arange(len(s))
             s = np.where(r == job.replicas, s, s * factor)
             cost = (s + _EPS) ** p if p < 0 else -((s + _EPS) ** p)

@@ -96,15 +96,15 @@ class LiveCosts:
         return self.types[app].verify
 
     def colocation(self, app: str, neighbours: Iterable[str]) -> float:
-        """Step-time factor of ``app`` next to jobs of the types ``neighbours``
-        on its node (their mean; 1 alone; unknown pairs count as the type's
-        mean over measured neighbours)."""
+        """Step-time factor of ``app`` while other jobs share its node: the
+        factor measured over every neighbour type pooled (``any``); without
+        it, the mean of the per-neighbour factors. 1 alone."""
         table = self.types[app].colocation
-        nb = list(neighbours)
-        if not nb or not table:
+        if not list(neighbours) or not table:
             return 1.0
-        mean = statistics.fmean(table.values())
-        return statistics.fmean(table.get(n, mean) for n in nb)
+        if "any" in table:
+            return table["any"]
+        return statistics.fmean(table.values())
 
     def scaled(self, factor: float) -> LiveCosts:
         """Every measured time x ``factor`` (a machine running that much slower
