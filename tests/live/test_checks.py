@@ -31,21 +31,16 @@ def test_bad_rows_exit_2_and_start_nothing(tmp_path, capsys, rows, expect):
     assert not out.exists()
 
 
-def test_a_cluster_bigger_than_the_machine_exits_2(tmp_path, capsys):
+@pytest.mark.parametrize(("args", "expect"), [
+    (["--cluster", "64x4"], "needs 256 cores"),
+    (["--policy", "optimus-oracle"], "needs ground truth"),
+])
+def test_options_a_live_run_cannot_honour_exit_2(tmp_path, capsys, args, expect):
     wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\n")
-    code = main(["live", "--workload", str(wl), "--cluster", "64x4", "--out",
-                 str(tmp_path / "out")])
+    code = main(["live", "--workload", str(wl), "--out", str(tmp_path / "out"), *args])
     assert code == 2
-    assert "needs 256 cores" in capsys.readouterr().err
+    assert expect in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
-
-
-def test_oracle_policies_cannot_run_live(tmp_path, capsys):
-    wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\n")
-    code = main(["live", "--workload", str(wl), "--policy", "optimus-oracle", "--out",
-                 str(tmp_path / "out")])
-    assert code == 2
-    assert "needs ground truth" in capsys.readouterr().err
 
 
 def test_an_existing_run_is_not_overwritten(tmp_path, capsys):

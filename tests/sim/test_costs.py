@@ -90,3 +90,13 @@ def test_a_bad_costs_file_names_the_file_and_field(tmp_path):
     path.write_text("{not json")
     with pytest.raises(CostError, match=r"c.json:1: not JSON"):
         LiveCosts.load(path)
+
+
+def test_scaling_per_type_and_dropping_colocation():
+    scaled = COSTS.scaled({"toy": 2.0}, colocation=False)
+    t = scaled.types["toy"]
+    assert t.start == {1: 4.0, 2: 6.0} and t.verify == 3.0 and t.colocation == {}
+    assert scaled.speed == {"toy": 2.0}
+    prof = refine_profiles({"toy": make_toy()}, scaled)["toy"]
+    assert prof.throughput((1,), 32)[0] == pytest.approx(2 * toy_step(1, 1, 32)[0])
+    assert COSTS.scaled(1.0).types["toy"].colocation == {"toy": 1.5}

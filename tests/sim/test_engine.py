@@ -5,7 +5,7 @@ from toyprofile import make_toy, toy_step
 
 from coadapt.engine.cluster import ClusterSpec
 from coadapt.engine.limits import declared_limits
-from coadapt.engine.loop import Engine
+from coadapt.engine.loop import DecisionError, Engine
 from coadapt.eventlog import EventLog, read_events
 from coadapt.models.goodput import gain
 from coadapt.policies import PolicyConfig, make_policy
@@ -77,3 +77,21 @@ def test_restart_delay_costs_time(tmp_path):
                      restart_delay=0.0)
         fast = eng.run()
     assert slow.jobs[0].record.completed_at - fast.jobs[0].record.completed_at == pytest.approx(30.0)
+
+
+def test_a_policy_that_starves_every_job_fails_loudly(tmp_path):
+    # tiresias runs a job only at its requested size: 9 slots never fit 2x4.
+    with pytest.raises(DecisionError, match="gave no job a slot for 200 rounds"):
+        run(tmp_path, [JobSpec("big", 0.0, "toy", 9, 64)], policy="tiresias")
+
+
+def test_pollux_with_no_restart_delay_has_no_nan(tmp_path):
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),
+                                            JobSpec("k", 60.0, "toy", 1, 32)))
+    with EventLog(tmp_path / "p0.jsonl") as log:
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 0.0),
+                     make_policy("pollux", PolicyConfig(restart_delay=0.0)),
+                     ClusterSpec.parse("2x4"), log, restart_delay=0.0)
+        result = eng.run()
+    assert all(j.record.completed_at is not None for j in result.jobs)

@@ -69,9 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-compare", action="store_true",
                    help="do not simulate the workload and compare afterwards")
     p.add_argument("--no-status", action="store_true", help="no live status table")
-    p.add_argument("--no-probe", dest="probe", action="store_false",
-                   help="skip the ~30 s speed probe before each policy (the comparison then "
-                   "assumes the machine runs at its calibrated speed)")
     p.add_argument("--target", action="append", default=[], metavar="TYPE=VALUE",
                    help="override a job type's validation target (repeatable; e.g. a quick "
                    "smoke run: --target mlp-mnist1d=0.5)")
@@ -178,7 +175,7 @@ def _claim(out: Path, spec: dict) -> None:
                          f"'coadapt live --resume {out}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed",
-            "targets", "evals", "probe")
+            "targets", "evals")
     path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
 
 
@@ -217,19 +214,7 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
                     return _fail(str(exc))
                 summaries.append(json.loads((d / "summary.json").read_text()))
                 continue
-        probe = None
-        if costs is not None and spec.get("probe", True):
-            from coadapt.live.cores import usable_cores
-            from coadapt.live.probe import speed_probe
-
-            sys.stderr.write(f"{name}: probing this machine's speed against its calibration "
-                             f"({len({j.application for j in workload.jobs})} job types, "
-                             "~7 s each)\n")
-            probe = speed_probe([j.application for j in workload.jobs], costs,
-                                usable_cores()[0])
-            sys.stderr.write(f"{name}: steps take {probe['factor']:.3f} x their calibrated "
-                             "time now\n")
-        plan = LivePlan(workload, name, settings, live, d, profiles, probe)
+        plan = LivePlan(workload, name, settings, live, d, profiles)
         summary = run_live(plan, resume=state)
         summaries.append(summary)
         if summary.get("interrupted"):
@@ -248,37 +233,55 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
 
 
 COMPARISONS = {
-    "sim": "SIMULATED (policies decide) vs LIVE",
-    "replay": "SIMULATED replaying the live allocations and batch changes vs LIVE "
-              "(job-model error only)",
-    "sim-unprobed": "SIMULATED (policies decide, calibrated speed, no probe correction) vs LIVE",
+    "sim": ("calibrated", False,
+            "PREDICTED: simulated (policies decide) with the calibrated costs and steps"),
+    "sim-measured": ("measured", False,
+                     "SIMULATED (policies decide) at the step times the run measured "
+                     "(removes machine drift)"),
+    "replay": ("measured", True,
+               "SIMULATED replaying the live allocations and batch changes, at the measured "
+               "step times (job-model error only)"),
 }
 
 
 def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
-    """Simulate the workload with the policies deciding (OUT/sim), replaying
-    the live allocations (OUT/replay), both at the machine speed the probe
-    found before each run, and with the policies deciding at the calibrated
-    speed (OUT/sim-unprobed); compare each with live."""
-    from coadapt.eventlog import read_events
+    """Simulate the workload three ways and compare each with live
+    (``COMPARISONS``): the prediction (policies decide, the machine as
+    calibrated) in OUT/sim, the same at the step times the live run measured
+    in OUT/sim-measured, and a replay of the live decisions at those step
+    times in OUT/replay. The measured speeds are written to OUT/speed.json."""
+    from coadapt.live.speed import observed_speed
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.report.simlive import compare_dirs, format_comparison, write_outputs
+    from coadapt.sim.costs import refine_profiles
     from coadapt.sim.run import simulate_policy
 
     if costs is None:
         log.warning("comparing without measured live costs: run 'coadapt calibrate' first")
-    for kind, title in COMPARISONS.items():
-        if kind == "sim-unprobed" and costs is None:
-            continue
+        kinds = {"sim": COMPARISONS["sim"]}
+    else:
+        kinds = COMPARISONS
+    apps = {j.name: j.application for j in workload.jobs}
+    truth = refine_profiles(profiles, costs) if costs is not None else profiles
+    configs = {a: {(p.workers, p.local_bsz) for p in t.steps}
+               for a, t in costs.types.items()} if costs is not None else None
+    speeds = {name: {"calibrated": 1.0,
+                     "measured": observed_speed(out / name, truth, apps, configs)}
+              for name in names}
+    (out / "speed.json").write_text(json.dumps(speeds, indent=1) + "\n")
+    for kind, (speed, replaying, title) in kinds.items():
         for name in names:
             log_path = out / name / "events.jsonl"
-            probe = next(read_events(log_path)).get("speed_probe") or {}
-            scaled = costs.scaled(probe.get("factor", 1.0)) \
-                if costs is not None and kind != "sim-unprobed" else costs
-            replay = ReplayPolicy.from_log(log_path) if kind == "replay" else None
+            scaled = None if costs is None else costs.scaled(
+                speeds[name][speed], colocation=speed != "measured")
+            replay = ReplayPolicy.from_log(log_path) if replaying else None
             simulate_policy(workload, profiles, name, settings, out / kind / name, costs=scaled,
                             replay=replay)
         result = compare_dirs(out / kind, out)
         write_outputs(result, out if kind == "sim" else out / kind)
         sys.stdout.write(f"\n{title}\n{format_comparison(result)}\n")
+    for name, s in speeds.items():
+        measured = ", ".join(f"{a} {v:.3f}" for a, v in sorted(s["measured"].items()))
+        sys.stdout.write(f"{name}: at the calibrated configurations, steady steps took "
+                         f"{measured or '(none ran there)'} x their calibrated time\n")
 

@@ -52,7 +52,6 @@ class LivePlan:
     live: LiveSettings
     out_dir: Path  # OUT/<policy>
     profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
-    probe: dict[str, Any] | None = None  # machine speed measured just before (live.probe)
 
 
 class AlreadyRun(ValueError):
@@ -129,7 +128,7 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                          expected_progress=expected_progress(plan.profiles),
                          enabled=plan.live.status)
     backend = LiveBackend(out, s.cluster, plan.live, cores=cores, status=status)
-    wall0 = time.perf_counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     interrupted = False
     with EventLog(events_path, fsync=True) as elog, threadpool_limits(1):
         if resume is None:
@@ -139,14 +138,13 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                 total_slots=s.cluster.total_slots, interval=s.interval,
                 restart_delay=s.restart_delay, seed=s.seed, p=s.p,
                 host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
-                pid=os.getpid(), speed_probe=plan.probe,
-                live={"targets": dict(plan.live.targets),
+                pid=os.getpid(), live={"targets": dict(plan.live.targets),
                                        "eval_every": dict(plan.live.eval_every),
                                        "poll": plan.live.poll, "max_retries": plan.live.max_retries},
                 t_iso=t_iso_table(plan.profiles, limits, apps, s) if plan.profiles else {})
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
-                      pid=os.getpid(), speed_probe=plan.probe)
+                      pid=os.getpid())
         engine = Engine(wl, limits, backend, policy, s.cluster, elog, interval=s.interval,
                         restart_delay=s.restart_delay, env=env, round_info=backend.round_info,
                         first_round=0.0 if resume is not None else None)
@@ -178,6 +176,7 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                                   batch=0, micro=0, accum=0, restart=False,
                                   reason="interrupted")
             elog.emit(now, "end", None, wall_s=time.perf_counter() - wall0,
+                      executor_cpu_s=time.process_time() - cpu0,
                       interrupted=interrupted, wall_end=time.time(),
                       abandoned=sorted(engine.abandoned),
                       error=repr(error) if error is not None else None)

@@ -78,7 +78,7 @@ class ReplayPolicy:
                 # Finished in the recording, not yet here: it keeps its last slots first,
                 # being nearly done; waiting behind the recording's later jobs would
                 # make a small model error a large one.
-                a = self._last.get(job.name)
+                a = self._last.get(job.name) or self._final(job.name)
                 if a is not None and np.all(np.array(a.allocation) <= free):
                     out[job.name] = a
                     free -= np.array(a.allocation)
@@ -92,3 +92,10 @@ class ReplayPolicy:
                 self._last[name] = a
                 free -= np.array(a.allocation)
         return out
+
+    def _final(self, job: str) -> Assignment | None:
+        """The last allocation with slots the recording gave ``job``."""
+        for a in reversed(self.timeline.get(job, ((), ()))[1]):
+            if sum(a.allocation):
+                return a
+        return None

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from coadapt.models.batching import step_with_accum
 from coadapt.profiling.curves import CurveRun, reached_target
 
 
@@ -38,7 +39,7 @@ class StepModel:
         c = float(np.interp(plan.local_bsz, m, comp))  # T_acc is affine in m
         if plan.local_bsz > m[-1]:  # beyond the grid: compute grows linearly
             c = comp[-1] * plan.local_bsz / m[-1]
-        return (plan.accum_steps + 1) * c + sync
+        return float(step_with_accum(c + sync, sync, plan.accum_steps))
 
     def seconds(self, job: Any, workers: int, batch: int, steps: int) -> float:
         per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)

@@ -81,7 +81,8 @@ class TypeCosts:
 class LiveCosts:
     types: dict[str, TypeCosts]
     meta: dict[str, Any] = field(default_factory=dict)
-    speed: float = 1.0  # profiled step times are scaled by this too (``scaled``)
+    speed: dict[str, float] = field(default_factory=dict)
+    """Per type, profiled step times are scaled by this too (``scaled``)."""
 
     def start(self, app: str, workers: int) -> float:
         return _by_workers(self.types[app].start, workers)
@@ -106,20 +107,24 @@ class LiveCosts:
             return table["any"]
         return statistics.fmean(table.values())
 
-    def scaled(self, factor: float) -> LiveCosts:
-        """Every measured time x ``factor`` (a machine running that much slower
-        than when it was calibrated, as a speed probe found)."""
-        if factor == 1.0:
-            return self
+    def scaled(self, factor: float | Mapping[str, float],
+               colocation: bool = True) -> LiveCosts:
+        """Every measured time x ``factor`` (one for all types, or per type): a
+        machine running that much slower than when it was calibrated, as a live
+        run's own steps showed. ``colocation=False`` drops the co-location
+        factors of the types ``factor`` names (it includes them already)."""
+        per = factor if isinstance(factor, Mapping) else dict.fromkeys(self.types, factor)
         types = {}
         for app, t in self.types.items():
+            f = per.get(app, 1.0)
             types[app] = TypeCosts(
-                {k: v * factor for k, v in t.start.items()},
-                {k: v * factor for k, v in t.restart.items()},
-                {k: v * factor for k, v in t.eval.items()}, t.verify * factor, t.colocation,
-                [StepPoint(p.workers, p.local_bsz, p.step * factor, p.sync * factor, p.samples)
+                {k: v * f for k, v in t.start.items()},
+                {k: v * f for k, v in t.restart.items()},
+                {k: v * f for k, v in t.eval.items()}, t.verify * f,
+                t.colocation if colocation or app not in per else {},
+                [StepPoint(p.workers, p.local_bsz, p.step * f, p.sync * f, p.samples)
                  for p in t.steps])
-        return LiveCosts(types, {**self.meta, "speed_factor": factor}, factor)
+        return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per))
 
     def policy_restart_delay(self) -> float:
         """The restart delay a policy should assume: the median measured restart."""
@@ -165,14 +170,15 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
     """Profiles whose single-node step table includes the calibration's steady
     steps (replacing a timing-grid cell at the same configuration): the
     simulator's truth where live jobs actually run; every step is scaled by
-    ``costs.speed`` (a probe's machine speed). The profiles on disk are not
+    ``costs.speed`` (the machine's speed). The profiles on disk are not
     touched."""
     out = dict(profiles)
     for app, prof in profiles.items():
         t = costs.types.get(app)
-        if costs.speed != 1.0:
+        f = costs.speed.get(app, 1.0)
+        if f != 1.0:
             prof = dataclasses.replace(prof, placements=prof.placements.with_columns(
-                pl.col("step_time") * costs.speed, pl.col("sync_time") * costs.speed), _cache={})
+                pl.col("step_time") * f, pl.col("sync_time") * f), _cache={})
             out[app] = prof
         if t is None or not t.steps:
             continue
