@@ -5,9 +5,9 @@ STAMP    := $(VENV)/.installed-stamp
 WORKLOAD ?= philly-small
 PROFILES ?= profiles
 POLICY   ?= all
-CLUSTER  ?= 4x4
-INTERVAL ?= 30
-RESTART  ?= 5
+CLUSTER  ?= 8x2
+INTERVAL ?= 15
+RESTART  ?=
 OUT      ?= out/sim
 REF      ?= ../shared/reference/adaptdl
 
@@ -22,7 +22,7 @@ LIVE_INTERVAL = $(call given,INTERVAL,15)
 LIVE_OUT      = $(call given,OUT,out/live)
 
 help:
-	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=4x4 INTERVAL=30 RESTART=5]"
+	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=8x2 INTERVAL=15 RESTART=seconds]"
 	@echo "make live [WORKLOAD=live-mixed POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
 	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
@@ -39,7 +39,8 @@ test: $(STAMP)
 
 simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
-		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) --restart-delay $(RESTART) --out $(OUT)
+		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) \
+		$(if $(RESTART),--restart-delay $(RESTART)) --out $(OUT)
 
 # Real processes on this machine's cores, then the same workload simulated and compared.
 live: $(STAMP)

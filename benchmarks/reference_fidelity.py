@@ -49,7 +49,7 @@ def _run(task: tuple[str, str, str, str]) -> dict:
     wl = load_workload(wl_path, set(_PROFILES))
     t0, c0 = time.perf_counter(), time.process_time()
     s = simulate_policy(wl, _PROFILES, policy,
-                        RunSettings(ClusterSpec.parse("16x4"), show_progress=False),
+                        RunSettings(ClusterSpec.parse("16x4"), show_progress=False, fairness=False),
                         Path(out) / wl.name / policy)
     s["run_s"] = time.perf_counter() - t0
     s["cpu_s"] = time.process_time() - c0

@@ -22,6 +22,8 @@ def test_job_type_is_consistent(name: str) -> None:
     out = model(data.train.inputs[:2])
     assert out.shape[0] == 2 and out.shape[-1] == data.classes
     assert job.reached(job.target) and not job.reached(float("nan"))
+    # the declared size is the model's: the network model moves 4 x params bytes
+    assert job.params == sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def test_unknown_type_names_the_choices() -> None:

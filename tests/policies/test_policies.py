@@ -44,8 +44,7 @@ def test_fixed_is_fifo_and_non_preemptive():
 
 
 def test_tiresias_demotes_after_threshold_and_prefers_new_jobs():
-    p = make_policy("tiresias", CFG)
-    p.threshold = 100.0
+    p = make_policy("tiresias", PolicyConfig(tiresias_threshold=100.0))
     d = p.decide(snap([view("old", req=8)], t=0.0))
     assert sum(d["old"].allocation) == 8
     old = view("old", req=8, alloc=d["old"].allocation)
@@ -86,3 +85,11 @@ def test_optimus_oracle_uses_remaining_work():
     jobs = [view("long", batch=512, oracle=oracle(1e6)), view("short", batch=512, oracle=oracle(10))]
     d = make_policy("optimus-oracle", CFG).decide(snap(jobs))
     assert sum(d["long"].allocation) > sum(d["short"].allocation) >= 1
+
+
+@pytest.mark.parametrize(("start_node", "expect"), [(True, 4), (False, 1)])
+def test_a_new_job_starts_on_up_to_one_node(start_node, expect):
+    cfg = PolicyConfig(start_node=start_node)
+    for name in ("pollux", "dynamic"):
+        d = make_policy(name, cfg).decide(snap([view("new", req=1, batch=256)], slots=(4, 4)))
+        assert sum(d["new"].allocation) == expect

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
+from coadapt.jobs.registry import JOB_TYPES
 from coadapt.profiling.measure import Cell, GridSettings, measure_grid
 from coadapt.profiling.stats import drop_warmup, mark_contention, summarize_cells
 
-registry = pytest.importorskip("coadapt.jobs.registry")
-
 
 def test_one_real_cell(tmp_path: Path) -> None:
-    name = "mlp-digits" if "mlp-digits" in registry.JOB_TYPES else next(iter(registry.JOB_TYPES))
-    job = registry.JOB_TYPES[name]
+    name = "mlp-mnist1d"
+    job = JOB_TYPES[name]
     cell = Cell(name, 1, int(job.min_local_bsz) * 2)
     settings = GridSettings(local_sizes=1, repeats=1, steps=3, warmup=2, workers_max=1,
                             quiet_wait=0.0)

@@ -95,3 +95,36 @@ def test_pollux_with_no_restart_delay_has_no_nan(tmp_path):
                      ClusterSpec.parse("2x4"), log, restart_delay=0.0)
         result = eng.run()
     assert all(j.record.completed_at is not None for j in result.jobs)
+
+
+def test_a_job_alone_on_an_empty_cluster_is_perfectly_fair(tmp_path):
+    from coadapt.engine.run import RunSettings
+    from coadapt.sim.run import simulate_policy
+
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 17.0, "toy", 2, 64),))
+    for policy in ("fixed", "pollux"):
+        s = simulate_policy(wl, {"toy": make_toy()}, policy,
+                            RunSettings(ClusterSpec.parse("2x4"), interval=60.0, restart_delay=30.0,
+                                        show_progress=False), tmp_path / policy)
+        assert s["max_rho"] == pytest.approx(1.0)
+
+
+class Overfill:
+    name = "overfill"
+    uses_oracle = False
+
+    def decide(self, snap):
+        from coadapt.policies.base import Assignment
+
+        return {j.name: Assignment((3, 0)) for j in snap.jobs}
+
+
+def test_the_engine_refuses_a_decision_that_overfills_a_node(tmp_path):
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("a", 0.0, "toy", 1, 32),
+                                            JobSpec("b", 0.0, "toy", 1, 32)))
+    with EventLog(tmp_path / "o.jsonl") as log:
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 1.0),
+                     Overfill(), ClusterSpec.parse("2x4"), log)
+        with pytest.raises(DecisionError, match=r"overfills node\(s\) \[0\]: \[6, 0\]"):
+            eng.run()

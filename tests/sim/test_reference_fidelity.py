@@ -10,7 +10,7 @@ from coadapt.sim.run import simulate_policy
 from coadapt.workloads import load_workload
 from coadapt.workloads.workload import Workload
 
-SETTINGS = RunSettings(ClusterSpec.parse("16x4"), show_progress=False)
+SETTINGS = RunSettings(ClusterSpec.parse("16x4"), show_progress=False, fairness=False)
 
 
 def test_tiresias_matches_reference_on_workload_6(reference_dir, reference_apps, tmp_path):
@@ -18,7 +18,7 @@ def test_tiresias_matches_reference_on_workload_6(reference_dir, reference_apps,
     wl = load_workload(str(reference_dir / "workloads" / "workload-6.csv"), set(apps))
     s = simulate_policy(wl, apps, "tiresias", SETTINGS, tmp_path)
     assert s["completed"] == 160
-    assert s["avg_jct"] == pytest.approx(3469.7, rel=0.10)  # reference simulator: 3469.69 s
+    assert s["avg_jct"] == pytest.approx(3469.7, rel=0.02)  # reference simulator: 3469.69 s; ours 3492
 
 
 def test_pollux_beats_tiresias_on_a_light_slice(reference_dir, reference_apps, tmp_path):

@@ -1,10 +1,9 @@
-"""What every run of the engine shares, simulated or live: its settings, the
-fairness yardstick in the log header, and the files written at the end."""
+"""What every run of the engine shares, simulated or live: its settings and
+the files written at the end."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,7 @@ from typing import Any
 from coadapt.engine.cluster import ClusterSpec
 from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
-from coadapt.models.batching import JobLimits
-from coadapt.profiling.profile import AppProfile
-from coadapt.sim.isolation import isolated_times
+from coadapt.policies.base import PolicyConfig
 
 
 @dataclass(frozen=True)
@@ -25,21 +22,20 @@ class RunSettings:
     seed: int = 0
     p: float = -1.0
     show_progress: bool = True
+    start_node: bool = False  # PolicyConfig.start_node
+    tiresias_threshold: float = 16 * 3600.0
+    fairness: bool = True  # append T_iso (isolated runs, sim.isolation) to the log
 
+    def policy_config(self) -> PolicyConfig:
+        return PolicyConfig(self.restart_delay, self.interval, self.p, self.start_node,
+                            self.tiresias_threshold)
 
-def t_iso_table(profiles: Mapping[str, AppProfile], limits: Mapping[str, JobLimits],
-                apps: set[str], s: RunSettings) -> dict[str, list[float]]:
-    """T_iso(k) per job type (the experimenter's yardstick, from the profile)."""
-    per_node = max(s.cluster.slots_per_node)
-    out = {}
-    for app in sorted(apps):
-        prof = profiles[app]
-        key = ("t_iso", s.cluster.total_slots, per_node, s.restart_delay, limits[app])
-        if key not in prof._cache:
-            prof._cache[key] = isolated_times(prof, limits[app], s.cluster.total_slots, per_node,
-                                              s.restart_delay)
-        out[app] = prof._cache[key]
-    return out
+    def describe(self) -> dict[str, Any]:
+        """What goes into a log header."""
+        return {"cluster": str(self.cluster), "total_slots": self.cluster.total_slots,
+                "network": str(self.cluster.network), "interval": self.interval,
+                "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
+                "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold}
 
 
 def write_results(out_dir: Path) -> dict[str, Any]:

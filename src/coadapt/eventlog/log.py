@@ -29,6 +29,7 @@ KINDS = frozenset(
         "epoch",
         "complete",
         "fail",
+        "fairness",
         "resume",
         "round",
         "observation",

@@ -94,7 +94,7 @@ JOB_TYPES: dict[str, JobType] = {
             load_data=_mnist1d, build_model=_mlp, prepare=_prepare_mnist1d,
             task="classify", metric="accuracy", target=0.75, higher_is_better=True,
             init_batch_size=32, min_local_bsz=4, max_local_bsz=256, max_batch_size=512,
-            eval_every=100.0, dataset_size=8000, base_lr=0.02,
+            eval_every=100.0, dataset_size=8000, base_lr=0.02, params=1_101_834,
         ),
         JobType(
             name="cnn-mnist1d", family="cnn",
@@ -102,7 +102,7 @@ JOB_TYPES: dict[str, JobType] = {
             load_data=_mnist1d, build_model=_cnn, prepare=_prepare_mnist1d,
             task="classify", metric="accuracy", target=0.94, higher_is_better=True,
             init_batch_size=32, min_local_bsz=4, max_local_bsz=256, max_batch_size=512,
-            eval_every=100.0, dataset_size=8000, base_lr=0.02,
+            eval_every=100.0, dataset_size=8000, base_lr=0.02, params=907_018,
         ),
         JobType(
             name="transformer-text", family="transformer",
@@ -110,7 +110,7 @@ JOB_TYPES: dict[str, JobType] = {
             load_data=_text, build_model=_transformer, task="lm",
             metric="val_loss", target=1.6, higher_is_better=False,
             init_batch_size=8, min_local_bsz=4, max_local_bsz=128, max_batch_size=128,
-            eval_every=400.0, dataset_size=21042, base_lr=0.1, clip_norm=5.0,
+            eval_every=400.0, dataset_size=21042, base_lr=0.1, clip_norm=5.0, params=429_921,
         ),
         JobType(
             name="lstm-text", family="lstm",
@@ -118,7 +118,7 @@ JOB_TYPES: dict[str, JobType] = {
             load_data=_text, build_model=_lstm, task="lm",
             metric="val_loss", target=1.13, higher_is_better=False,
             init_batch_size=8, min_local_bsz=4, max_local_bsz=128, max_batch_size=128,
-            eval_every=400.0, dataset_size=21042, base_lr=0.5, clip_norm=5.0,
+            eval_every=400.0, dataset_size=21042, base_lr=0.5, clip_norm=5.0, params=1_239_713,
         ),
     )
 }

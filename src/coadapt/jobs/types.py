@@ -58,6 +58,13 @@ class JobType:
     """Run once by the group parent before launching (e.g. build a data cache)."""
     max_replicas: int = 64
     """Most workers the job accepts (the Pollux study's cap)."""
+    params: int = 0
+    """Trainable parameters of ``build_model()`` (a test checks it): the gradient
+    an all-reduce moves is 4 x params bytes (float32)."""
+
+    @property
+    def grad_bytes(self) -> int:
+        return 4 * self.params
 
     @property
     def limits(self) -> JobLimits:

@@ -41,6 +41,7 @@ RUN_FILE = "live.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.engine.options import add_options
     from coadapt.policies import REGISTRY
 
     p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
@@ -52,17 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a policy, a comma list or 'all' (every policy but oracles: "
                    f"{', '.join(sorted(n for n, c in REGISTRY.items() if not c.uses_oracle))}; "
                    "default pollux)")
-    p.add_argument("--cluster", default="1x2",
-                   help="NODESxSLOTS; slots are this machine's cores (default 1x2)")
-    p.add_argument("--interval", type=float, default=15.0,
-                   help="scheduling round in seconds (default 15)")
+    add_options(p, cluster="1x2")
     p.add_argument("--profiles", default="profiles",
                    help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
                    "and the comparison simulation (default profiles)")
-    p.add_argument("--restart-delay", type=float, default=None,
-                   help="restart delay the policies assume (default: the median measured "
-                   "restart in PROFILES/live-costs.json)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every job (default 0)")
     p.add_argument("--out", default="out/live", help="output folder (default out/live)")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="continue the interrupted run in DIR (other options are taken from it)")
@@ -83,9 +77,11 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.engine.limits import declared_limits
+    from coadapt.engine.options import settings as run_settings
     from coadapt.jobs.registry import JOB_TYPES
     from coadapt.live.backend import LiveSettings
+    from coadapt.live.checks import check_live_workload
     from coadapt.live.cores import check_cluster
     from coadapt.live.resume import ResumeError
     from coadapt.live.run import AlreadyRun
@@ -111,30 +107,24 @@ def run(args: argparse.Namespace) -> int:
         if oracles:
             return _fail(f"--policy: {', '.join(oracles)} needs ground truth, which a live "
                          f"run does not have; choose from {', '.join(usable)}")
-        if spec["interval"] <= 0:
-            return _fail("--interval must be > 0 seconds")
-        cluster = ClusterSpec.parse(spec["cluster"])
-        check_cluster(cluster)
         workload = load_workload(spec["workload"], set(JOB_TYPES))
         profiles, costs = _profiles(spec["profiles"])
-        from coadapt.live.checks import check_live_workload
-
-        check_live_workload(workload, cluster)
+        limits = declared_limits({j.application for j in workload.jobs})
+        settings = run_settings(argparse.Namespace(**spec), workload, profiles or {}, limits,
+                                costs, show_progress=False)
+        check_cluster(settings.cluster)
+        check_live_workload(workload, settings.cluster)
         out = Path(spec["out"])
         if not args.resume:
             _claim(out, spec)
     except (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun) as exc:
         return _fail(str(exc))
-    delay = spec["restart_delay"]
-    if delay is None:
-        delay = costs.policy_restart_delay() if costs is not None else 5.0
-        if costs is None:
-            log.warning("no %s/live-costs.json: policies assume a %.0f s restart; run "
-                        "'coadapt calibrate' to measure it", spec["profiles"], delay)
-    spec["restart_delay"] = delay
+    if costs is None:
+        log.warning("no %s/live-costs.json: policies assume a %.0f s restart; run "
+                    "'coadapt calibrate' to measure it", spec["profiles"], settings.restart_delay)
     live = LiveSettings(seed=spec["seed"], status=not args.no_status,
                         targets=spec["targets"], eval_every=spec["evals"])
-    return _run_policies(names, workload, cluster, spec, live, profiles, costs, out,
+    return _run_policies(names, workload, settings, spec, live, profiles, costs, out,
                          resume=bool(args.resume), compare=not args.no_compare)
 
 
@@ -160,7 +150,10 @@ def _resume_spec(out: Path) -> dict:
     path = out / RUN_FILE
     if not path.exists():
         raise ResumeError(f"{path}: not found; --resume takes the --out folder of a live run")
-    spec = json.loads(path.read_text())
+    # Runs recorded before an option existed ran with what is now its Pollux-study value.
+    spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one",
+            "tiresias_threshold": str(16 * 3600.0), "power": -1.0,
+            **json.loads(path.read_text())}
     spec["out"] = str(out)
     return spec
 
@@ -174,8 +167,9 @@ def _claim(out: Path, spec: dict) -> None:
         raise AlreadyRun(f"{out}: holds a live run already; continue it with "
                          f"'coadapt live --resume {out}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    keep = ("workload", "policy", "cluster", "interval", "profiles", "restart_delay", "seed",
-            "targets", "evals")
+    keep = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
+            "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
+            "evals")
     path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
 
 
@@ -192,16 +186,14 @@ def _profiles(spec: str):
     return load_profiles(spec), costs
 
 
-def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Path, *,
+def _run_policies(names, workload, settings, spec, live, profiles, costs, out: Path, *,
                   resume: bool, compare: bool) -> int:
-    from coadapt.engine.run import RunSettings
     from coadapt.live.resume import ResumeError, load_resume
     from coadapt.live.run import EXIT_INTERRUPTED, LivePlan, run_live
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
 
-    settings = RunSettings(cluster, spec["interval"], spec["restart_delay"], spec["seed"],
-                           show_progress=False)
+    cluster = settings.cluster
     summaries = []
     for name in names:
         d = out / name
@@ -214,7 +206,7 @@ def _run_policies(names, workload, cluster, spec, live, profiles, costs, out: Pa
                     return _fail(str(exc))
                 summaries.append(json.loads((d / "summary.json").read_text()))
                 continue
-        plan = LivePlan(workload, name, settings, live, d, profiles)
+        plan = LivePlan(workload, name, settings, live, d, profiles, costs)
         summary = run_live(plan, resume=state)
         summaries.append(summary)
         if summary.get("interrupted"):

@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
-from coadapt.engine.run import RunSettings, t_iso_table, write_results
+from coadapt.engine.run import RunSettings, write_results
 from coadapt.eventlog import EventLog
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.live.backend import LiveBackend, LiveSettings, RunInterrupted
@@ -35,8 +35,12 @@ from coadapt.live.checks import check_live_workload
 from coadapt.live.cores import usable_cores
 from coadapt.live.resume import ResumeState, restore_jobs
 from coadapt.live.status import StatusTable
-from coadapt.policies import PolicyConfig, make_policy
+from coadapt.models.batching import JobLimits
+from coadapt.policies import make_policy
 from coadapt.profiling.profile import AppProfile
+from coadapt.sim.backend import ModeledBackend
+from coadapt.sim.costs import LiveCosts, refine_profiles
+from coadapt.sim.isolation import append_fairness
 from coadapt.workloads.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,7 @@ class LivePlan:
     live: LiveSettings
     out_dir: Path  # OUT/<policy>
     profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
+    costs: LiveCosts | None = None  # for the simulated T_iso yardstick
 
 
 class AlreadyRun(ValueError):
@@ -106,6 +111,19 @@ def _prepare_job_types(apps: set[str]) -> None:
             job.prepare()
 
 
+def _fairness(plan: LivePlan, elog: EventLog, events_path: Path, now: float,
+              limits: Mapping[str, JobLimits]) -> None:
+    """T_iso of every job from isolated simulated runs (the same yardstick as
+    a simulation's), appended to the live log."""
+    profiles, costs, s = plan.profiles, plan.costs, plan.settings
+    assert profiles is not None
+    truth = refine_profiles(profiles, costs) if costs is not None else profiles
+    grad = {a: JOB_TYPES[a].grad_bytes for a in truth if a in JOB_TYPES}
+    append_fairness(elog, events_path, now, plan.workload, s, limits,
+                    lambda: ModeledBackend(truth, s.restart_delay, costs, None, grad),
+                    lambda: make_policy(plan.policy, s.policy_config()))
+
+
 def run_live(plan: LivePlan, resume: ResumeState | None = None,
              cores: list[int] | None = None) -> dict[str, Any]:
     """Run (or, with ``resume``, continue) one policy; returns the summary with
@@ -121,7 +139,7 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
     apps = {j.application for j in wl.jobs}
     limits = declared_limits(apps)
     _prepare_job_types(apps)
-    policy = make_policy(plan.policy, PolicyConfig(s.restart_delay, s.interval, s.p))
+    policy = make_policy(plan.policy, s.policy_config())
     t_start = resume.t_end if resume is not None else 0.0
     env = simpy.rt.RealtimeEnvironment(initial_time=t_start, factor=1.0, strict=False)
     status = StatusTable(title=f"live {plan.policy} on {s.cluster}",
@@ -134,14 +152,11 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
         if resume is None:
             elog.header(
                 mode=LiveBackend.mode, policy=plan.policy, workload=wl.name,
-                workload_path=str(wl.path), cluster=str(s.cluster),
-                total_slots=s.cluster.total_slots, interval=s.interval,
-                restart_delay=s.restart_delay, seed=s.seed, p=s.p,
+                workload_path=str(wl.path), **s.describe(),
                 host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
                 pid=os.getpid(), live={"targets": dict(plan.live.targets),
                                        "eval_every": dict(plan.live.eval_every),
-                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries},
-                t_iso=t_iso_table(plan.profiles, limits, apps, s) if plan.profiles else {})
+                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries})
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
                       pid=os.getpid())
@@ -168,6 +183,8 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
             backend.close()
             status.update(env.now, [j.status(env.now) for j in backend.jobs], force=True)
             now = backend.now()
+            if not interrupted and plan.profiles and s.fairness:
+                _fairness(plan, elog, events_path, now, limits)
             if interrupted:
                 for job in engine.active:  # their processes are gone: they hold nothing now
                     if job.record.replicas:

@@ -46,7 +46,8 @@ def job_table(events: list[Event]) -> pl.DataFrame:
     """One row per job: submit, completion, JCT, restarts, fairness rho."""
     kinds = _by_kind(events)
     header = kinds["header"][0] if kinds["header"] else {}
-    t_iso = header.get("t_iso", {})
+    t_iso = header.get("t_iso", {})  # older logs: a per-type table in the header
+    fair = {e["job"]: e for e in kinds["fairness"]}
     slots = header.get("total_slots")
     subs = {e["job"]: e for e in kinds["submit"]}
     done = {e["job"]: e for e in kinds["complete"]}
@@ -65,7 +66,11 @@ def job_table(events: list[Event]) -> pl.DataFrame:
         if c and c["t"] > s["t"]:
             n_avg = float((area(c["t"]) - area(s["t"])) / (c["t"] - s["t"]))
             row["n_avg"] = n_avg
-            if iso and slots:
+            f = fair.get(name)
+            if f is not None and f["t_iso"]:
+                row["share"], row["t_iso"] = f["share"], f["t_iso"]
+                row["rho"] = row["jct"] / f["t_iso"]
+            elif iso and slots:
                 share = max(1, int(slots // max(n_avg, 1.0)))
                 row["share"] = share
                 row["t_iso"] = iso[min(share, len(iso)) - 1]

@@ -86,6 +86,11 @@ class PolicyConfig:
     restart_delay: float = 30.0
     interval: float = 60.0
     p: float = -1.0  # power-mean exponent (Pollux)
+    start_node: bool = False
+    """A job that has never run may start on up to one node's slots (or its
+    request); without it, on one slot, as in the Pollux study. Minute-long CPU
+    jobs end before a doubling-per-round growth from one slot gets anywhere."""
+    tiresias_threshold: float = 16 * 3600.0  # slot-seconds before demotion (Tiresias)
 
 
 REGISTRY: dict[str, Callable[[PolicyConfig], Policy]] = {}

@@ -15,7 +15,12 @@ from typing import ClassVar
 import numpy as np
 
 from coadapt.policies.base import Assignment, Decision, PolicyConfig, Snapshot, register
-from coadapt.policies.estimates import fixed_batch_throughput, greedy_marginal, growth_cap
+from coadapt.policies.estimates import (
+    fixed_batch_throughput,
+    greedy_marginal,
+    growth_cap,
+    start_slots,
+)
 from coadapt.policies.placement import pack
 
 
@@ -30,7 +35,9 @@ class Dynamic:
         per_node = max(snap.slots_per_node)
         values = []
         for job in snap.jobs:
-            cap = min(growth_cap(job, snap.total_slots), job.requested_batch // job.limits.min_local_bsz)
+            start = start_slots(job, per_node, self.config.start_node)
+            cap = min(growth_cap(job, snap.total_slots, start),
+                      job.requested_batch // job.limits.min_local_bsz)
             r = np.arange(1, max(cap, 1) + 1)
             x = fixed_batch_throughput(job, r, per_node)
             values.append(np.concatenate([[0.0], x / x[0]]))

@@ -25,12 +25,19 @@ def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
     return (per_node,) * full + ((rest,) if rest else ())
 
 
-def growth_cap(job: JobView, total_slots: int) -> int:
-    """Most slots worth giving: at most twice what the job has run at (its
-    throughput beyond that is an extrapolation), within its declared limits."""
-    cap = min(max(2 * job.max_observed_replicas, 1), total_slots,
+def growth_cap(job: JobView, total_slots: int, start: int = 1) -> int:
+    """Most slots worth giving: ``start`` to a job that has never run, then at
+    most twice what it has run at (its throughput beyond that is an
+    extrapolation), within its declared limits."""
+    seen = job.max_observed_replicas
+    cap = min(2 * seen if seen else max(start, 1), total_slots,
               job.limits.max_useful_replicas())
     return max(cap, 1)
+
+
+def start_slots(job: JobView, per_node: int, start_node: bool) -> int:
+    """What a job that has never run may start on (``PolicyConfig.start_node``)."""
+    return max(per_node, job.requested_replicas) if start_node else 1
 
 
 def fixed_batch_throughput(job: JobView, replicas: np.ndarray, per_node: int) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import Assignment, Decision, JobView, PolicyConfig, Snapshot, register
-from coadapt.policies.estimates import best_goodput, growth_cap, packed_nodes
+from coadapt.policies.estimates import best_goodput, growth_cap, packed_nodes, start_slots
 from coadapt.policies.placement import pack
 from coadapt.policies.solve import min_sum_allocation
 
@@ -46,7 +46,7 @@ class Pollux:
         return table
 
     def _speedups(self, job: JobView, total: int, per_node: int, fair: int) -> np.ndarray:
-        cap = growth_cap(job, total)
+        cap = growth_cap(job, total, start_slots(job, per_node, self.config.start_node))
         if job.model is None:
             return np.arange(cap + 1) / fair
         table = self._goodput_table(job, total, per_node)

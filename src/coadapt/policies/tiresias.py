@@ -1,9 +1,11 @@
 """Tiresias (Gu et al., NSDI 2019), discretized 2D-LAS as in the Pollux study.
 
-Two queues split at 16 GPU-hours of attained service (time x requested
-slots), FIFO within a queue, no starvation promotion; jobs run at their
-requested slots and batch size; a job that no longer fits is preempted; a
-smaller job later in the queue may start when an earlier one does not fit.
+Two queues split at a threshold of attained service (time x requested
+slots; 16 GPU-hours in the Pollux study, ``PolicyConfig.tiresias_threshold``,
+scaled to the workload for minute-long CPU jobs), FIFO within a queue, no
+starvation promotion; jobs run at their requested slots and batch size; a
+job that no longer fits is preempted; a smaller job later in the queue may
+start when an earlier one does not fit.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from coadapt.policies.placement import spread_most_free
 @dataclass
 class Tiresias:
     config: PolicyConfig
-    threshold: float = 16 * 3600.0  # slot-seconds before demotion to the second queue
     name: ClassVar[str] = "tiresias"
     uses_oracle: ClassVar[bool] = False
     _q0: list[str] = field(default_factory=list)
@@ -44,7 +45,8 @@ class Tiresias:
         for name, job in jobs.items():
             if name in self._running:
                 self._executed[name] += now - self._last_check[name]
-                if name in self._q0 and self._executed[name] * job.requested_replicas >= self.threshold:
+                if name in self._q0 and self._executed[name] * job.requested_replicas >= \
+                        self.config.tiresias_threshold:
                     self._q0.remove(name)
                     self._q1.append(name)
             self._last_check[name] = now

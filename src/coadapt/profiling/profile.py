@@ -66,6 +66,19 @@ class AppProfile:
             out[p] = (grp["local_bsz"].to_numpy().astype(float), ys)
         return out
 
+    def measured_placements(self) -> list[tuple[int, ...]]:
+        """Placements (slots per node, normalized) with measured step times."""
+        return list(self._placement_tables)
+
+    @property
+    def single_machine(self) -> bool:
+        """Measured on one machine only (a CPU profile): nothing says how its
+        all-reduce behaves across nodes."""
+        multi = any(len(p) > 1 for p in self._placement_tables)
+        if self.scalability is not None and self.scalability.height:
+            multi = multi or bool((self.scalability["num_nodes"] > 1).any())
+        return not multi
+
     @cached_property
     def _all_points(self) -> tuple[np.ndarray, np.ndarray]:
         rows = []

@@ -23,6 +23,7 @@ from coadapt.models.batching import JobLimits
 from coadapt.profiling.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
 from coadapt.sim.job import ModeledJob
+from coadapt.sim.truth import ClusterTruth
 from coadapt.workloads.workload import JobSpec
 
 
@@ -31,11 +32,14 @@ class ModeledBackend:
 
     def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
                  costs: LiveCosts | None = None,
-                 script: Mapping[str, list[tuple[float, int]]] | None = None) -> None:
+                 script: Mapping[str, list[tuple[float, int]]] | None = None,
+                 grad_bytes: Mapping[str, float] | None = None) -> None:
         self.profiles = profiles
         self.delay = restart_delay
         self.costs = costs
         self.script = script or {}  # recorded in-place batch changes (a replay)
+        self.grad_bytes = grad_bytes or {}
+        self.truths: dict[str, ClusterTruth] = {}
         self.jobs: list[ModeledJob] = []
         self.ctx: EngineContext | None = None
         self._recheck = False
@@ -43,8 +47,18 @@ class ModeledBackend:
     def bind(self, ctx: EngineContext) -> None:
         self.ctx = ctx
 
+    def truth(self, app: str) -> ClusterTruth:
+        """The ground truth of one job type on this backend's cluster."""
+        hit = self.truths.get(app)
+        if hit is None:
+            hit = self.truths[app] = ClusterTruth(self.profiles[app], self.ctx.cluster.network,
+                                                  self.grad_bytes.get(app))
+        return hit
+
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
-        job = ModeledJob(JobRecord.new(spec, limits, now), self.profiles[spec.application], self)
+        app = spec.application
+        job = ModeledJob(JobRecord.new(spec, limits, now), self.profiles[app], self.truth(app),
+                         self)
         self.jobs.append(job)
         return job
 
@@ -107,7 +121,8 @@ class ModeledBackend:
         job.factor = self._colocation(job)
         obs = job.observe(now)
         self.ctx.log.emit(now, "start", job.name, batch=job.record.batch_size, epoch=job.epoch,
-                          progress=job.record.progress, **obs)
+                          progress=job.record.progress, truth=job.truth.kind(job.record.placement),
+                          **obs)
         self.after(job, job.time_to_boundary(now), self.on_boundary)
         launch = job.launch
         script = self.script.get(job.name, ())

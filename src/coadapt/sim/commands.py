@@ -19,6 +19,7 @@ summary.json, plus OUT/comparison.csv, and prints a comparison table.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.engine.options import add_options
     from coadapt.policies import REGISTRY
 
     p = sub.add_parser("simulate", help="replay a workload under scheduling policies (simulated)",
@@ -32,15 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "adaptdl:DIR for the Pollux reference GPU traces (default: profiles)")
     p.add_argument("--policy", default="all",
                    help=f"one of {', '.join(sorted(REGISTRY))}, a comma list, or 'all' (default)")
-    p.add_argument("--cluster", default="16x4",
-                   help="NODESxSLOTS (e.g. 16x4) or slots per node (4,4,2) (default 16x4)")
-    p.add_argument("--interval", type=float, default=60.0,
-                   help="scheduling round length in seconds (default 60)")
-    p.add_argument("--restart-delay", type=float, default=30.0,
-                   help="seconds without progress after each allocation change (default 30)")
-    p.add_argument("--p", type=float, default=-1.0, dest="power",
-                   help="Pollux power-mean exponent over speedups (default -1)")
-    p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
+    add_options(p)
     p.add_argument("--out", default="out/sim", help="output folder (default out/sim)")
     p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
                    help="charge the live costs measured by 'coadapt calibrate' (start, restart, "
@@ -60,8 +53,8 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.engine.cluster import ClusterSpec
-    from coadapt.engine.run import RunSettings
+    from coadapt.engine.limits import declared_limits
+    from coadapt.engine.options import settings as run_settings
     from coadapt.policies import REGISTRY
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.profiling.profile import ProfileError
@@ -82,19 +75,18 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
                      f"known: {', '.join(sorted(REGISTRY))} or 'all'")
-    if args.interval <= 0 or args.restart_delay < 0:
-        return _fail("--interval must be > 0 and --restart-delay >= 0")
     try:
-        cluster = ClusterSpec.parse(args.cluster)
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))
         costs = _costs(args.live_costs, args.profiles)
         replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
                    for n in names} if args.replay else {}
+        limits = declared_limits({j.application for j in workload.jobs}, profiles)
+        settings = run_settings(args, workload, profiles, limits, costs,
+                                show_progress=not args.no_progress)
     except (ValueError, ProfileError, WorkloadError, CostError) as exc:
         return _fail(str(exc))
-    settings = RunSettings(cluster, args.interval, args.restart_delay, args.seed, args.power,
-                           show_progress=not args.no_progress)
+    cluster = settings.cluster
     out = Path(args.out)
     summaries = []
     for name in names:

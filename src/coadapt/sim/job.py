@@ -20,6 +20,7 @@ from coadapt.models.batching import step_with_accum
 from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment, Oracle
 from coadapt.profiling.profile import AppProfile
+from coadapt.sim.truth import ClusterTruth
 
 if TYPE_CHECKING:
     from coadapt.sim.backend import ModeledBackend
@@ -31,6 +32,7 @@ class ModeledJob:
 
     record: JobRecord
     profile: AppProfile
+    truth: ClusterTruth
     backend: ModeledBackend
     epoch: int = 0
     run_from: float = 0.0
@@ -61,7 +63,7 @@ class ModeledJob:
     def true_rates(self) -> tuple[float, float, float, float, float]:
         """(step, sync, throughput, efficiency, progress rate) from the profile."""
         r = self.record
-        step, sync = self.profile.throughput(r.placement, r.micro)
+        step, sync = self.truth.throughput(r.placement, r.micro)
         if self.factor != 1.0:
             step = sync + (step - sync) * self.factor
         total = step_with_accum(step, sync, r.accum)
@@ -152,8 +154,8 @@ class ModeledJob:
         return False
 
     def oracle(self) -> Oracle:
-        p = self.profile
+        p, truth = self.profile, self.truth
         return Oracle(
             remaining_iterations=lambda b: p.remaining_iterations(b, self.epoch),
-            step_time=lambda pl, m, s: float(step_with_accum(*p.throughput(pl, m), s)),
+            step_time=lambda pl, m, s: float(step_with_accum(*truth.throughput(pl, m), s)),
         )

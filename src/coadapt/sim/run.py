@@ -11,14 +11,16 @@ from threadpoolctl import threadpool_limits
 
 from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
-from coadapt.engine.run import RunSettings, t_iso_table, write_results
+from coadapt.engine.run import RunSettings, write_results
 from coadapt.eventlog import EventLog
-from coadapt.policies import Policy, PolicyConfig, make_policy
+from coadapt.jobs.registry import JOB_TYPES
+from coadapt.policies import Policy, make_policy
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.profiling.profile import AppProfile
 from coadapt.report.progress import ProgressBar
 from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts, refine_profiles
+from coadapt.sim.isolation import append_fairness
 from coadapt.workloads.workload import Workload
 
 
@@ -35,7 +37,7 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
     events_path = out_dir / "events.jsonl"
     events_path.unlink(missing_ok=True)
     policy: Policy = replay if replay is not None else make_policy(
-        policy_name, PolicyConfig(settings.restart_delay, settings.interval, settings.p))
+        policy_name, settings.policy_config())
     apps = {j.application for j in workload.jobs}
     limits = declared_limits(apps, profiles)
     if costs is not None:
@@ -46,24 +48,27 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
                       enabled=settings.show_progress)
     with EventLog(events_path) as log:
         log.header(mode=ModeledBackend.mode, policy=policy_name, workload=workload.name,
-                   workload_path=str(workload.path), cluster=str(settings.cluster),
-                   total_slots=settings.cluster.total_slots, interval=settings.interval,
-                   restart_delay=settings.restart_delay, seed=settings.seed,
+                   workload_path=str(workload.path), **settings.describe(),
                    profiles={a: profiles[a].source for a in sorted(apps)},
                    live_costs=costs.meta.get("source") if costs is not None else None,
-                   replay_of=replay.source if replay is not None else None,
-                   t_iso=t_iso_table(profiles, limits, apps, settings))
+                   replay_of=replay.source if replay is not None else None)
 
         def progress(done: int, total: int, now: float) -> None:
             bar.advance(1, f"simulated t={now / 3600:.1f} h")
 
+        grad = {a: JOB_TYPES[a].grad_bytes for a in apps if a in JOB_TYPES}
         backend = ModeledBackend(profiles, settings.restart_delay, costs,
-                                 replay.script if replay is not None else None)
+                                 replay.script if replay is not None else None, grad)
         engine = Engine(workload, limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
+            if settings.fairness:
+                append_fairness(log, events_path, engine.env.now, workload, settings, limits,
+                                lambda: ModeledBackend(profiles, settings.restart_delay, costs,
+                                                       None, grad),
+                                lambda: make_policy(policy_name, settings.policy_config()))
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     bar.close()
     return write_results(out_dir)

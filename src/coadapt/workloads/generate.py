@@ -65,6 +65,16 @@ def parametric_arrivals(n: int, window_s: float, mix: dict[str, float],
     return [Arrival(float(t), str(c)) for t, c in zip(times, classes, strict=True)]
 
 
+def estimated_jct(profile: AppProfile, limits: JobLimits, replicas: int, batch: int,
+                  per_node: int) -> float:
+    """Seconds of training to the target at (replicas, batch) on packed nodes,
+    from the profile (steps to completion x step time; no restarts or waits)."""
+    micro, accum = split_batch(batch, replicas, limits)
+    step, sync = profile.throughput(packed_placement(replicas, per_node), int(micro))
+    step = step_with_accum(step, sync, int(accum))
+    return float(profile.iterations(batch, profile.completion_epoch(batch)) * step)
+
+
 def configurations(profile: AppProfile, limits: JobLimits, per_node: int, total_slots: int,
                    lo: float = 0.5, hi: float = 0.8) -> list[tuple[int, int]]:
     """(replicas, batch) a practitioner would pick: best validated batch per R,
@@ -77,10 +87,7 @@ def configurations(profile: AppProfile, limits: JobLimits, per_node: int, total_
         for batch in sorted(profile.validation):
             if batch < r * limits.min_local_bsz:
                 continue
-            micro, accum = split_batch(batch, r, limits)
-            step, sync = profile.throughput(packed_placement(r, per_node), int(micro))
-            step = step_with_accum(step, sync, int(accum))
-            jct = profile.iterations(batch, profile.completion_epoch(batch)) * step
+            jct = estimated_jct(profile, limits, r, batch, per_node)
             if best is None or jct < best[0]:
                 best = (jct, batch)
         if best is None:

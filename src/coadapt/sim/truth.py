@@ -1,0 +1,71 @@
+"""The simulator's ground truth for a step on a placement, and where it comes from.
+
+A CPU profile measures one machine (here 1 and 2 workers on a 2-core node).
+The truth is what was measured wherever it was measured. Across nodes, a
+step is the measured compute of the busiest node plus an all-reduce: the
+measured loopback all-reduce's per-byte work, scaled to the ring's volume,
+and the wire time of the declared network (``engine.cluster.Network``).
+Anything else (more workers on one node than were measured, a profile
+without network data) falls back to the profile's own extrapolation. Every
+placement is labelled ``measured``, ``network`` or ``extrapolated`` so that
+outputs can say which numbers were measured.
+
+This is deliberately a different code path with different inputs from the
+Pollux model a policy fits to a job's observations (``engine.observations``):
+the policy never sees the network's bandwidth, only steps it ran.
+"""
+
+from __future__ import annotations
+
+from coadapt.engine.cluster import Network
+from coadapt.profiling.profile import AppProfile, normalize_placement
+
+MEASURED, NETWORK, EXTRAPOLATED = "measured", "network", "extrapolated"
+
+
+def _ring_volume(k: int) -> float:
+    return 2.0 * (k - 1) / k if k > 1 else 0.0
+
+
+class ClusterTruth:
+    """Step and all-reduce seconds of one job type on any placement."""
+
+    def __init__(self, profile: AppProfile, network: Network | None = None,
+                 grad_bytes: float | None = None) -> None:
+        self.profile = profile
+        measured = profile.measured_placements()
+        self.per_node = max((p[0] for p in measured if len(p) == 1), default=0)
+        usable = profile.single_machine and grad_bytes and self.per_node
+        self.network = network if usable else None
+        self.grad_bytes = float(grad_bytes or 0.0)
+        self._measured = set(measured)
+        self._cache: dict[tuple[tuple[int, ...], float], tuple[float, float]] = {}
+
+    def kind(self, placement: tuple[int, ...]) -> str:
+        p = normalize_placement(placement)
+        if p in self._measured:
+            return MEASURED
+        if self.network is not None and len(p) > 1 and max(p) <= self.per_node:
+            return NETWORK
+        return EXTRAPOLATED
+
+    def throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        """(step, sync) seconds of one synchronizing step at micro-batch ``local_bsz``."""
+        key = (normalize_placement(placement), float(local_bsz))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._throughput(*key)
+        return hit
+
+    def _throughput(self, p: tuple[int, ...], m: float) -> tuple[float, float]:
+        if self.kind(p) != NETWORK:
+            return self.profile.throughput(p, m)
+        assert self.network is not None
+        k, busiest = sum(p), max(p)
+        step, sync = self.profile.throughput((busiest,), m)
+        compute = step - sync
+        loop = 0.0
+        if self.per_node >= 2:  # the per-byte work gloo did on one machine, at the ring's volume
+            loop = self.profile.throughput((2,), m)[1] * _ring_volume(k) / _ring_volume(2)
+        allreduce = loop + self.network.allreduce(self.grad_bytes, k)
+        return compute + allreduce, allreduce
