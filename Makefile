@@ -10,8 +10,12 @@ INTERVAL ?= 15
 RESTART  ?=
 OUT      ?= out/sim
 REF      ?= ../shared/reference/adaptdl
+EXTRAS   ?= dev
+SEEDS    ?= 5
+JOBS     ?=
+EXP_OUT  ?= out/experiment
 
-.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small clean help
+.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment clean help
 
 # make live has its own defaults; a value given on the command line wins.
 given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
@@ -26,10 +30,12 @@ help:
 	@echo "make live [WORKLOAD=live-mixed POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
 	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
+	@echo "make experiment [SEEDS=5 JOBS=2 EXP_OUT=out/experiment] (the study: CPU sets x policies x seeds, simulated)"
+	@echo "make workloads (rewrite traces/cpu-*.csv: the named CPU workload sets, seed 1, 8x2)"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -63,6 +69,16 @@ philly-small: $(STAMP)
 		--mix small=0.6,medium=0.25,large=0.15 --cluster 4x4 --seed 1 \
 		--classes "small=mlp-mnist1d,cnn-mnist1d;medium=transformer-text;large=lstm-text;xlarge=lstm-text" \
 		--out traces/philly-small.csv
+
+# Rewrite the named CPU workload sets (traces/cpu-*.csv) from the shipped profiles,
+# seed 1, requests tuned at the simulator's truth on 8x2 with a 10 Gbit/s network.
+workloads: $(STAMP)
+	$(VENV)/bin/coadapt workload sets --profiles profiles --cluster 8x2 --seed 1 --out traces
+
+# The scheduling study (simulated): every named CPU set x the five policies x SEEDS seeds.
+experiment: $(STAMP)
+	$(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --out $(EXP_OUT) \
+		$(if $(JOBS),--jobs $(JOBS))
 
 report: $(STAMP)
 	$(VENV)/bin/coadapt report $(OUT)

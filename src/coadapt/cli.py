@@ -16,6 +16,7 @@ from coadapt import __version__
 EPILOG = """\
 examples:
   coadapt simulate --workload philly-small --policy all
+  coadapt experiment --seeds 5 --jobs 2                   # the study: sets x policies x seeds
   coadapt live --workload live-mixed --policy pollux      # real processes, then sim vs live
   coadapt calibrate                                       # measure live costs for the simulator
   coadapt simulate --workload ../shared/reference/adaptdl/workloads/workload-6.csv \\
@@ -27,6 +28,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from coadapt.experiment import commands as experiment_commands
     from coadapt.jobs import commands as job_commands
     from coadapt.live import calibrate_command
     from coadapt.live import commands as live_commands
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (sim_commands, live_commands, calibrate_command, report_commands,
+    for module in (sim_commands, experiment_commands, live_commands, calibrate_command, report_commands,
                    compare_command, workload_commands, profile_commands, job_commands):
         module.register(sub)
     return parser

@@ -19,18 +19,34 @@ from coadapt.engine.run import RunSettings
 from coadapt.models.batching import JobLimits
 from coadapt.profiling.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
-from coadapt.workloads.generate import estimated_jct
+from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.workloads.workload import Workload
 
 FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
 
 
-def add_options(p: argparse.ArgumentParser, cluster: str = "8x2") -> None:
+def _bandwidths(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected Gbit/s numbers like 1,10,100, got {text!r}") from None
+
+
+def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
+                multi_bandwidth: bool = False, seed: bool = True) -> None:
+    """The engine options; ``multi_bandwidth`` takes a comma list of networks
+    (the experiment runs each), ``seed=False`` leaves seeds to the caller."""
     p.add_argument("--cluster", default=cluster,
                    help=f"NODESxSLOTS (e.g. 8x2) or slots per node (4,4,2) (default {cluster})")
-    p.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT_S",
-                   help="network between nodes, for all-reduce across nodes of CPU profiles "
-                   "(default 10)")
+    if multi_bandwidth:
+        p.add_argument("--bandwidth", type=_bandwidths, default=[10.0], metavar="GBIT_S[,...]",
+                       help="networks between nodes to run, for all-reduce across nodes of CPU "
+                       "profiles, e.g. 1,10,100 (default 10)")
+    else:
+        p.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT_S",
+                       help="network between nodes, for all-reduce across nodes of CPU profiles "
+                       "(default 10)")
     p.add_argument("--latency", type=float, default=50.0, metavar="US",
                    help="per-hop network latency in microseconds (default 50)")
     p.add_argument("--interval", type=float, default=15.0,
@@ -46,16 +62,21 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2") -> None:
                    "service at its request, estimated from the profiles")
     p.add_argument("--p", type=float, default=-1.0, dest="power",
                    help="Pollux power-mean exponent over speedups (default -1)")
-    p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
 
 def tiresias_threshold(workload: Workload, profiles: Mapping[str, AppProfile],
-                       limits: Mapping[str, JobLimits], per_node: int) -> float:
-    """The median job's service (slot-seconds at its request): as Tiresias tunes
-    its thresholds to the job-size distribution, 16 GPU-hours for Philly's jobs
-    would never demote a minute-long CPU job."""
+                       limits: Mapping[str, JobLimits], cluster: ClusterSpec) -> float:
+    """The median job's service (slot-seconds at its request, priced at the
+    simulator's truth on ``cluster``): as Tiresias tunes its thresholds to the
+    job-size distribution, 16 GPU-hours for Philly's jobs would never demote a
+    minute-long CPU job."""
+    apps = {j.application for j in workload.jobs}
+    truth = truths({a: profiles[a] for a in apps}, cluster.network)
+    per_node = max(cluster.slots_per_node)
     return statistics.median(
-        j.num_replicas * estimated_jct(profiles[j.application], limits[j.application],
+        j.num_replicas * estimated_jct(truth[j.application], limits[j.application],
                                        j.num_replicas, j.batch_size, per_node)
         for j in workload.jobs)
 
@@ -75,7 +96,7 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
     if args.tiresias_threshold == "auto" and not profiles:
         threshold = 16 * 3600.0  # nothing to scale it by: the Pollux study's
     elif args.tiresias_threshold == "auto":
-        threshold = tiresias_threshold(workload, profiles, limits, max(cluster.slots_per_node))
+        threshold = tiresias_threshold(workload, profiles, limits, cluster)
     else:
         try:
             threshold = float(args.tiresias_threshold)

@@ -16,7 +16,8 @@ from coadapt.workloads.workload import Workload, WorkloadError
 def check_live_workload(workload: Workload, cluster: ClusterSpec) -> None:
     """WorkloadError naming file, line and field for a row a live job cannot run."""
     for spec in workload.jobs:
-        where = f"{workload.path}:{spec.line}"
+        where = (f"{workload.path}:{spec.line}" if workload.path is not None
+                 else f"{workload.name}, job {spec.name}")
         job = JOB_TYPES.get(spec.application)
         if job is None:
             raise WorkloadError(f"{where}: field 'application' is {spec.application!r}, not a "

@@ -42,7 +42,7 @@ RUN_FILE = "live.json"
 
 def register(sub: argparse._SubParsersAction) -> None:
     from coadapt.engine.options import add_options
-    from coadapt.policies import REGISTRY
+    from coadapt.policies import policy_names
 
     p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
                        description=DESCRIPTION, epilog=EPILOG,
@@ -50,9 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload", default="live-mixed",
                    help="workload CSV or the name of one in traces/ (default live-mixed)")
     p.add_argument("--policy", default="pollux",
-                   help="a policy, a comma list or 'all' (every policy but oracles: "
-                   f"{', '.join(sorted(n for n, c in REGISTRY.items() if not c.uses_oracle))}; "
-                   "default pollux)")
+                   help="a policy, a comma list or 'all' (every primary policy but oracles: "
+                   f"{', '.join(policy_names(oracles=False))}; default pollux); variants, by "
+                   f"name only: {', '.join(policy_names(primary=False, variants=True, oracles=False))}")
     add_options(p, cluster="1x2")
     p.add_argument("--profiles", default="profiles",
                    help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.live.cores import check_cluster
     from coadapt.live.resume import ResumeError
     from coadapt.live.run import AlreadyRun
-    from coadapt.policies import REGISTRY
+    from coadapt.policies import REGISTRY, policy_names
     from coadapt.profiling.profile import ProfileError
     from coadapt.sim.costs import CostError
     from coadapt.workloads import WorkloadError, load_workload
@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
             spec = vars(args).copy()
             spec["targets"] = _overrides(args.target, "--target")
             spec["evals"] = _overrides(args.eval_every, "--eval-every")
-        usable = sorted(n for n, cls in REGISTRY.items() if not cls.uses_oracle)
-        names = usable if spec["policy"] == "all" else spec["policy"].split(",")
+        usable = policy_names(variants=True, oracles=False)
+        names = policy_names(oracles=False) if spec["policy"] == "all" else spec["policy"].split(",")
         unknown = [n for n in names if n not in REGISTRY]
         if unknown:
             return _fail(f"--policy: unknown policy {', '.join(unknown)}; "

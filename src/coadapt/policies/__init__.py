@@ -2,6 +2,7 @@
 
 from coadapt.policies import dynamic, fixed, optimus, pollux, tiresias  # noqa: F401
 from coadapt.policies.base import (
+    PRIMARY,
     REGISTRY,
     Assignment,
     Decision,
@@ -10,7 +11,8 @@ from coadapt.policies.base import (
     PolicyConfig,
     Snapshot,
     make_policy,
+    policy_names,
 )
 
-__all__ = ["REGISTRY", "Assignment", "Decision", "JobView", "Policy", "PolicyConfig",
-           "Snapshot", "make_policy"]
+__all__ = ["PRIMARY", "REGISTRY", "Assignment", "Decision", "JobView", "Policy", "PolicyConfig",
+           "Snapshot", "make_policy", "policy_names"]

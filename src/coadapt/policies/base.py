@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel
@@ -75,7 +75,7 @@ Decision = dict[str, Assignment]
 
 
 class Policy(Protocol):
-    name: ClassVar[str]
+    name: str  # this instance's registered name (a variant's differs from its class's)
     uses_oracle: ClassVar[bool]
 
     def decide(self, snap: Snapshot) -> Decision: ...
@@ -94,19 +94,60 @@ class PolicyConfig:
 
 
 REGISTRY: dict[str, Callable[[PolicyConfig], Policy]] = {}
+PRIMARY: list[str] = []
+"""The policies under study, which 'all' runs; the rest of REGISTRY are variants."""
+
+
+def _claim(name: str) -> None:
+    if name in REGISTRY:
+        raise ValueError(f"policy {name!r} registered twice")
 
 
 def register(cls):
-    """Class decorator: make a policy available by its ``name``."""
-    if cls.name in REGISTRY:
-        raise ValueError(f"policy {cls.name!r} registered twice")
+    """Class decorator: make a primary policy available by its ``name``."""
+    _claim(cls.name)
     REGISTRY[cls.name] = cls
+    PRIMARY.append(cls.name)
     return cls
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Factory of a variant (an ablation): ``base(config, name=name, **switches)``."""
+
+    name: str
+    base: type
+    switches: tuple[tuple[str, Any], ...]
+
+    @property
+    def uses_oracle(self) -> bool:
+        return self.base.uses_oracle
+
+    def __call__(self, config: PolicyConfig) -> Policy:
+        return self.base(config, name=self.name, **dict(self.switches))
+
+
+def register_variant(name: str, base: type, **switches: Any) -> None:
+    """Register ``name`` as the registered policy class ``base`` built with
+    ``switches``: runnable by name, but not one of 'all' (``PRIMARY``)."""
+    if base.name not in PRIMARY:
+        raise ValueError(f"variant {name!r}: {base.name!r} is not a registered policy")
+    _claim(name)
+    REGISTRY[name] = Variant(name, base, tuple(sorted(switches.items())))
+
+
+def policy_names(*, primary: bool = True, variants: bool = False,
+                 oracles: bool = True) -> list[str]:
+    """Registered names, sorted: the primary policies and/or the variants,
+    without the oracle baselines unless ``oracles``."""
+    return sorted(n for n, f in REGISTRY.items()
+                  if (primary if n in PRIMARY else variants) and (oracles or not f.uses_oracle))
 
 
 def make_policy(name: str, config: PolicyConfig) -> Policy:
     try:
         factory = REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+        known = ", ".join(policy_names(variants=True))
+        raise KeyError(f"unknown policy {name!r}; known: {known}") from None
     return factory(config)

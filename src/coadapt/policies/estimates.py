@@ -50,6 +50,20 @@ def fixed_batch_throughput(job: JobView, replicas: np.ndarray, per_node: int) ->
     return job.model.throughput(packed_nodes(r, per_node), r, m, s)
 
 
+def fixed_batch(job: JobView) -> int:
+    """The job's requested batch within its declared limits."""
+    lim = job.limits
+    return int(min(max(job.requested_batch, lim.min_local_bsz), lim.max_batch_size))
+
+
+def fixed_batch_goodput(job: JobView, nodes: np.ndarray, replicas: np.ndarray,
+                        batch: int) -> np.ndarray:
+    """Goodput per allocation shape when the job runs total batch ``batch``."""
+    assert job.model is not None
+    m, s = split_batch(batch, replicas, job.limits)
+    return job.model.goodput(nodes, replicas, m, s)
+
+
 def best_goodput(job: JobView, nodes: np.ndarray, replicas: np.ndarray):
     """Best goodput and its (micro-batch, accumulation) per allocation shape."""
     assert job.model is not None

@@ -20,7 +20,7 @@ summary.json, plus OUT/comparison.csv, and prints a comparison table.
 
 def register(sub: argparse._SubParsersAction) -> None:
     from coadapt.engine.options import add_options
-    from coadapt.policies import REGISTRY
+    from coadapt.policies import policy_names
 
     p = sub.add_parser("simulate", help="replay a workload under scheduling policies (simulated)",
                        description=DESCRIPTION,
@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="profiles: DIR or cpu:DIR (measured by 'coadapt profile'), or "
                    "adaptdl:DIR for the Pollux reference GPU traces (default: profiles)")
     p.add_argument("--policy", default="all",
-                   help=f"one of {', '.join(sorted(REGISTRY))}, a comma list, or 'all' (default)")
+                   help=f"one of {', '.join(policy_names())}, a comma list, or 'all' (default: "
+                   f"those); variants, by name only: {', '.join(policy_names(primary=False, variants=True))}")
     add_options(p)
     p.add_argument("--out", default="out/sim", help="output folder (default out/sim)")
     p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
@@ -55,7 +56,7 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from coadapt.engine.limits import declared_limits
     from coadapt.engine.options import settings as run_settings
-    from coadapt.policies import REGISTRY
+    from coadapt.policies import REGISTRY, policy_names
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.sim.run import simulate_policy
     from coadapt.workloads import WorkloadError, load_workload
 
-    names = sorted(REGISTRY) if args.policy == "all" else args.policy.split(",")
+    names = policy_names() if args.policy == "all" else args.policy.split(",")
     if args.replay is not None:
         recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
         if not recorded:
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
-                     f"known: {', '.join(sorted(REGISTRY))} or 'all'")
+                     f"known: {', '.join(policy_names(variants=True))} or 'all'")
     try:
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))

@@ -18,6 +18,7 @@ the policy never sees the network's bandwidth, only steps it ran.
 from __future__ import annotations
 
 from coadapt.engine.cluster import Network
+from coadapt.jobs.registry import JOB_TYPES
 from coadapt.profiling.profile import AppProfile, normalize_placement
 
 MEASURED, NETWORK, EXTRAPOLATED = "measured", "network", "extrapolated"
@@ -40,6 +41,13 @@ class ClusterTruth:
         self.grad_bytes = float(grad_bytes or 0.0)
         self._measured = set(measured)
         self._cache: dict[tuple[tuple[int, ...], float], tuple[float, float]] = {}
+
+    @classmethod
+    def of(cls, app: str, profile: AppProfile, network: Network | None = None) -> ClusterTruth:
+        """The truth of job type ``app``: its gradient bytes from the job registry
+        (a type outside it, e.g. an imported GPU trace, has none and gets its profile)."""
+        job = JOB_TYPES.get(app)
+        return cls(profile, network, job.grad_bytes if job is not None else None)
 
     def kind(self, placement: tuple[int, ...]) -> str:
         p = normalize_placement(placement)

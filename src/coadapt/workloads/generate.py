@@ -4,6 +4,9 @@ Jobs arrive over a daytime window; each job's size class (by GPU-time) picks
 its job type; its requested (replicas, batch) is a "hand-tuned" configuration:
 drawn uniformly from those a practitioner would pick, i.e. whose estimated
 JCT is under 12 h and whose scaling efficiency base/(R*JCT_R) is in (0.5, 0.8).
+JCTs are priced at the simulator's truth on the cluster the workload is made
+for (``sim.truth.ClusterTruth``): a CPU profile's steps across nodes cost the
+declared network's all-reduce, so a slower network tunes to fewer nodes.
 Arrivals and classes come from the Philly trace when its path is given, or
 from a seeded parametric model (Poisson arrivals, class mix) otherwise, so a
 workload can be made without shipping any trace.
@@ -12,15 +15,18 @@ workload can be made without shipping any trace.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from coadapt.engine.cluster import ClusterSpec, Network
 from coadapt.models.batching import JobLimits, split_batch, step_with_accum
 from coadapt.policies.estimates import packed_placement
 from coadapt.profiling.profile import AppProfile
+from coadapt.sim.truth import ClusterTruth
 
 CLASSES = ("small", "medium", "large", "xlarge")
 # GPU-hour bounds of the classes in the Pollux study.
@@ -28,6 +34,10 @@ CLASS_BOUNDS_H = (1.0, 10.0, 100.0)
 # The Pollux study's mapping from class to application.
 ADAPTDL_CLASSES = {"small": ("cifar10", "ncf"), "medium": ("deepspeech2", "bert"),
                    "large": ("yolov3",), "xlarge": ("imagenet",)}
+# Replica counts a practitioner tries.
+REPLICAS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48)
+
+Row = tuple[str, float, str, int, int]  # name, time, application, replicas, batch
 
 
 @dataclass(frozen=True)
@@ -65,29 +75,37 @@ def parametric_arrivals(n: int, window_s: float, mix: dict[str, float],
     return [Arrival(float(t), str(c)) for t, c in zip(times, classes, strict=True)]
 
 
-def estimated_jct(profile: AppProfile, limits: JobLimits, replicas: int, batch: int,
+def estimated_jct(truth: ClusterTruth, limits: JobLimits, replicas: int, batch: int,
                   per_node: int) -> float:
     """Seconds of training to the target at (replicas, batch) on packed nodes,
-    from the profile (steps to completion x step time; no restarts or waits)."""
+    priced at the simulator's truth (steps to completion x true step time; no
+    restarts or waits). Across nodes of a CPU profile that is the declared
+    network's all-reduce, not the profile's own extrapolation."""
+    profile = truth.profile
     micro, accum = split_batch(batch, replicas, limits)
-    step, sync = profile.throughput(packed_placement(replicas, per_node), int(micro))
+    step, sync = truth.throughput(packed_placement(replicas, per_node), int(micro))
     step = step_with_accum(step, sync, int(accum))
     return float(profile.iterations(batch, profile.completion_epoch(batch)) * step)
 
 
-def configurations(profile: AppProfile, limits: JobLimits, per_node: int, total_slots: int,
+def truths(profiles: Mapping[str, AppProfile], network: Network | None) -> dict[str, ClusterTruth]:
+    """The simulator's truth of every job type on a cluster with ``network``."""
+    return {app: ClusterTruth.of(app, p, network) for app, p in profiles.items()}
+
+
+def configurations(truth: ClusterTruth, limits: JobLimits, per_node: int, total_slots: int,
                    lo: float = 0.5, hi: float = 0.8) -> list[tuple[int, int]]:
     """(replicas, batch) a practitioner would pick: best validated batch per R,
     kept when JCT < 12 h and scaling efficiency is in (lo, hi)."""
     out, base = [], None
-    for r in (1, 2, 4, 6, 8, 12, 16, 24, 32, 48):
+    for r in REPLICAS:
         if r > total_slots or r > limits.max_useful_replicas():
             break
         best = None
-        for batch in sorted(profile.validation):
+        for batch in sorted(truth.profile.validation):
             if batch < r * limits.min_local_bsz:
                 continue
-            jct = estimated_jct(profile, limits, r, batch, per_node)
+            jct = estimated_jct(truth, limits, r, batch, per_node)
             if best is None or jct < best[0]:
                 best = (jct, batch)
         if best is None:
@@ -101,27 +119,67 @@ def configurations(profile: AppProfile, limits: JobLimits, per_node: int, total_
     return out
 
 
-def generate(arrivals: list[Arrival], n: int, profiles: dict[str, AppProfile],
-             limits: dict[str, JobLimits], classes: dict[str, tuple[str, ...]], per_node: int,
-             total_slots: int, rng: np.random.Generator) -> list[tuple[str, float, str, int, int]]:
-    """Sample n arrivals and give each a job type and a tuned configuration."""
+def pick_app(classes: Mapping[str, tuple[str, ...]], size_class: str,
+             profiles: Mapping[str, AppProfile], rng: np.random.Generator) -> str:
+    """A job type of the size class (uniformly among those with a profile)."""
+    apps = [x for x in classes.get(size_class, ()) if x in profiles]
+    if not apps:
+        raise ValueError(f"no job type for size class {size_class!r}; "
+                         f"give one with --classes {size_class}=TYPE")
+    return str(rng.choice(apps))
+
+
+def user_choice(profile: AppProfile, limits: JobLimits, total_slots: int,
+                rng: np.random.Generator, max_workers: int = 8) -> tuple[int, int]:
+    """(replicas, batch) a user picks without tuning (the Pollux study's realistic
+    variant): workers uniform in 1..``max_workers`` (within the cluster and the
+    job's useful replicas), then any validated batch size those workers can
+    run (>= workers x the smallest micro-batch, <= the job's largest batch)."""
+    options: dict[int, list[int]] = {}
+    top = min(max_workers, total_slots, limits.max_useful_replicas())
+    for r in range(1, top + 1):
+        batches = [b for b in sorted(profile.validation)
+                   if r * limits.min_local_bsz <= b <= limits.max_batch_size]
+        if batches:
+            options[r] = batches
+    if not options:
+        raise ValueError("no validated batch size fits any worker count")
+    workers = sorted(options)
+    r = workers[int(rng.integers(len(workers)))]
+    return r, options[r][int(rng.integers(len(options[r])))]
+
+
+def generate(arrivals: list[Arrival], n: int, profiles: Mapping[str, AppProfile],
+             limits: Mapping[str, JobLimits], classes: Mapping[str, tuple[str, ...]],
+             cluster: ClusterSpec, rng: np.random.Generator, tuned: bool = True,
+             user_max_workers: int = 8,
+             request_rng: np.random.Generator | None = None) -> list[Row]:
+    """Sample n arrivals and give each a job type and a request: a configuration
+    tuned on ``cluster`` (its shape and its network), or with ``tuned=False``
+    one a user chose (``user_choice``). Requests are drawn from ``request_rng``
+    (default ``rng``): a separate stream keeps arrivals and job types the same
+    when another cluster tunes other requests."""
+    req = rng if request_rng is None else request_rng
     pick = rng.choice(len(arrivals), size=min(n, len(arrivals)), replace=False)
     chosen = sorted((arrivals[i] for i in pick), key=lambda a: a.time)
-    configs = {app: configurations(p, limits[app], per_node, total_slots)
-               for app, p in profiles.items()}
+    per_node = max(cluster.slots_per_node)
+    configs: dict[str, list[tuple[int, int]]] = {}
     rows = []
     for idx, a in enumerate(chosen):
-        apps = [x for x in classes.get(a.size_class, ()) if x in profiles]
-        if not apps:
-            raise ValueError(f"no job type for size class {a.size_class!r}; "
-                             f"give one with --classes {a.size_class}=TYPE")
-        app = str(rng.choice(apps))
-        r, b = configs[app][int(rng.integers(len(configs[app])))]
+        app = pick_app(classes, a.size_class, profiles, rng)
+        if not tuned:
+            r, b = user_choice(profiles[app], limits[app], cluster.total_slots, req,
+                               user_max_workers)
+        else:
+            if app not in configs:
+                configs[app] = configurations(ClusterTruth.of(app, profiles[app], cluster.network),
+                                              limits[app], per_node, cluster.total_slots)
+            r, b = configs[app][int(req.integers(len(configs[app])))]
         rows.append((f"{app}-{idx}", a.time, app, r, b))
     return rows
 
 
-def write_workload(path: Path, rows: list[tuple[str, float, str, int, int]]) -> None:
+def write_workload(path: Path, rows: list[Row]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)

@@ -34,7 +34,7 @@ class JobSpec:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    path: Path
+    path: Path | None  # None: generated in memory (a named set at some seed)
     jobs: tuple[JobSpec, ...]
 
 

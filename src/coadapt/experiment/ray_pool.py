@@ -1,0 +1,57 @@
+"""Cells as Ray tasks, for grids bigger than one machine (optional extra ``ray``).
+
+``local`` starts a private Ray instance on this machine with ``jobs`` CPUs;
+any other address joins that cluster. The context (profiles, costs, CSV
+workloads) is put into the object store once, so remote nodes need only the
+``coadapt`` package, not this checkout's files. Results are yielded as tasks
+finish; leaving early cancels what is still queued or running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from coadapt.experiment.grid import Cell
+
+INSTALL_HINT = "Ray is an optional extra: pip install 'coadapt[ray]' (or pip install ray)"
+
+
+class RayUnavailable(RuntimeError):
+    pass
+
+
+class RayPool:
+    def __init__(self, address: str, jobs: int) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise RayUnavailable(INSTALL_HINT) from exc
+        self.ray = ray
+        self.address = address
+        self.jobs = jobs
+        self._pending: list[Any] = []
+
+    def __enter__(self) -> RayPool:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "configure_logging": False}
+        if self.address == "local":
+            self.ray.init(num_cpus=max(self.jobs, 1), **kwargs)
+        else:
+            self.ray.init(address=self.address, **kwargs)
+        return self
+
+    def results(self, cells: Sequence[Cell], ctx: Any) -> Iterator[tuple]:
+        from coadapt.experiment.runner import _safe_run
+
+        task = self.ray.remote(num_cpus=1, max_retries=0)(_safe_run)
+        ref = self.ray.put(ctx)
+        self._pending = [task.remote(ref, cell) for cell in cells]
+        while self._pending:
+            ready, self._pending = self.ray.wait(self._pending, num_returns=1)
+            yield self.ray.get(ready[0])
+
+    def __exit__(self, *exc: object) -> None:
+        for ref in self._pending:
+            self.ray.cancel(ref, force=True)
+        self.ray.shutdown()

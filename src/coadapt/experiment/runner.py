@@ -1,0 +1,211 @@
+"""Run the grid's cells in parallel and file each result as soon as it exists.
+
+A cell runs in a worker (a local spawned process, a Ray task, or in-process
+for ``jobs=1``) and returns its row and its gzip'd event log; only the driver
+writes files. Each log is written atomically (temp file, fsync, rename)
+before its row is appended and fsynced to ``cells.jsonl``, so an interrupted
+grid leaves only complete cells, and ``--resume`` reruns the rest. Ctrl-C or
+SIGTERM terminates the workers at once (their cells are simply not filed).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import multiprocessing
+import os
+import signal
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.experiment.grid import Cell, describe
+from coadapt.profiling.profile import AppProfile
+from coadapt.sim.costs import LiveCosts
+from coadapt.workloads.workload import Workload
+
+log = logging.getLogger(__name__)
+CELLS_FILE = "cells.jsonl"
+LOGS_DIR = "logs"
+
+
+@dataclass(frozen=True)
+class CellContext:
+    """Everything a worker needs besides the cell, loaded once by the driver
+    (so a remote Ray node needs neither the profile folder nor the CSVs)."""
+
+    profiles: Mapping[str, AppProfile]
+    costs: LiveCosts | None
+    options: Mapping[str, Any]  # engine options (see engine.options.add_options), no bandwidth
+    workloads: Mapping[str, Workload] = field(default_factory=dict)  # fixed (CSV) workloads
+    fingerprint: str = ""
+
+
+@dataclass
+class Outcome:
+    rows: list[dict[str, Any]]
+    failed: list[tuple[str, str]]  # (key, error)
+    interrupted: bool = False
+
+
+def workload_for(cell: Cell, ctx: CellContext, cluster: ClusterSpec) -> tuple[Workload, float]:
+    """The cell's workload and its load (arrival rate relative to philly-small)."""
+    from coadapt.workloads.sets import SETS, make_workload
+
+    if cell.workload in ctx.workloads:
+        wl = ctx.workloads[cell.workload]
+        return wl, arrival_load(wl)
+    return make_workload(cell.workload, cell.seed, ctx.profiles, cluster), SETS[cell.workload].load
+
+
+def arrival_load(workload: Workload) -> float:
+    """Jobs per 30 minutes over the submission span, philly-small's rate being 30."""
+    times = [j.submit_time for j in workload.jobs]
+    span = max(max(times) - min(times), 1.0)
+    return round(len(times) / span * 1800.0 / 30.0, 2)
+
+
+def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
+    """Simulate one cell; returns its row and its gzip'd event log."""
+    import argparse
+
+    from coadapt.engine.limits import declared_limits
+    from coadapt.engine.options import settings as run_settings
+    from coadapt.eventlog import read_events
+    from coadapt.metrics.breakdown import breakdown
+    from coadapt.sim.run import simulate_policy
+
+    opts = dict(ctx.options)
+    cluster = ClusterSpec.parse(opts["cluster"], Network(cell.bandwidth, opts["latency"]))
+    workload, load = workload_for(cell, ctx, cluster)
+    limits = declared_limits({j.application for j in workload.jobs}, ctx.profiles)
+    args = argparse.Namespace(**opts, bandwidth=cell.bandwidth, seed=cell.seed)
+    settings = run_settings(args, workload, ctx.profiles, limits, ctx.costs, show_progress=False)
+    with tempfile.TemporaryDirectory(prefix="coadapt-cell-") as tmp:
+        summary = simulate_policy(workload, ctx.profiles, cell.policy, settings, Path(tmp),
+                                  costs=ctx.costs)
+        raw = (Path(tmp) / "events.jsonl").read_bytes()
+        extra = breakdown(list(read_events(Path(tmp) / "events.jsonl")))
+    row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
+           "tiresias_threshold": settings.tiresias_threshold,
+           "restart_delay": settings.restart_delay, "fingerprint": ctx.fingerprint,
+           "log": f"{LOGS_DIR}/{cell.key}.jsonl.gz", "simulated": True}
+    row["workload"] = workload.name
+    return row, gzip.compress(raw, 6)
+
+
+def _safe_run(ctx: CellContext, cell: Cell) -> tuple[Cell, dict[str, Any] | None, bytes | str]:
+    """A cell's result, or its traceback: one bad cell must not sink the grid."""
+    try:
+        row, blob = run_cell(ctx, cell)
+        return cell, row, blob
+    except Exception:  # noqa: BLE001 - reported per cell, the grid goes on
+        return cell, None, traceback.format_exc()
+
+
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C to the driver, which terminates them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def file_result(out: Path, row: dict[str, Any], blob: bytes) -> None:
+    """Log first (atomically), then the row (appended, fsynced): a row always
+    has its log."""
+    _atomic_write(out / row["log"], blob)
+    with open(out / CELLS_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def finished(out: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
+    """Rows already filed under the same settings whose log exists (for --resume)."""
+    path = out / CELLS_FILE
+    if not path.exists():
+        return {}
+    done = {}
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            log.warning("%s:%d: unreadable row skipped (it will be rerun)", path, i)
+            continue
+        if row.get("fingerprint") == fingerprint and (out / row.get("log", "-")).exists():
+            done[row["key"]] = row
+    return done
+
+
+class _Terminate(Exception):
+    """SIGTERM, turned into an exception so the driver can stop its workers."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminate()
+
+
+def run_grid(cells: Sequence[Cell], ctx: CellContext, out: Path, jobs: int = 1,
+             ray_address: str | None = None,
+             on_done: Callable[[Cell, bool], None] | None = None) -> Outcome:
+    """Run ``cells`` and file each as it finishes. Ctrl-C/SIGTERM: workers are
+    terminated, what finished stays filed, ``interrupted`` is set."""
+    outcome = Outcome([], [])
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        if ray_address is not None:
+            from coadapt.experiment.ray_pool import RayPool
+            with RayPool(ray_address, jobs) as ray_pool:
+                signal.signal(signal.SIGTERM, _on_sigterm)  # ray.init installs its own
+                _collect(ray_pool.results(cells, ctx), out, outcome, on_done)
+        elif jobs <= 1 or len(cells) <= 1:
+            _collect((_safe_run(ctx, c) for c in cells), out, outcome, on_done)
+        else:
+            mp = multiprocessing.get_context("spawn")
+            pool = mp.Pool(min(jobs, len(cells)), initializer=_quiet_worker)
+            try:
+                _collect(pool.imap_unordered(partial(_safe_run, ctx), cells), out, outcome,
+                         on_done)
+                pool.close()
+            finally:
+                pool.terminate()
+                pool.join()
+    except (KeyboardInterrupt, _Terminate):
+        outcome.interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return outcome
+
+
+def _collect(results: Iterator, out: Path, outcome: Outcome,
+             on_done: Callable[[Cell, bool], None] | None) -> None:
+    for cell, row, blob in results:
+        if row is None:
+            log.error("cell %s failed:\n%s", cell.key, blob)
+            outcome.failed.append((cell.key, str(blob).strip().splitlines()[-1]))
+        else:
+            file_result(out, row, blob)
+            outcome.rows.append(row)
+        if on_done is not None:
+            on_done(cell, row is not None)
