@@ -97,7 +97,7 @@ def test_report_of_a_small_real_grid(grid_dir):
         assert f"| {policy} |" in text
     # The table carries the summary's numbers: pollux's mean JCT in minutes.
     p = s.filter((pl.col("policy") == "pollux") & (pl.col("set") == "toy-load4")).row(0, named=True)
-    assert f"{p['avg_jct'] / 60:.1f} [{p['avg_jct_lo'] / 60:.1f}, {p['avg_jct_hi'] / 60:.1f}]" in text
+    assert f"{p['avg_jct'] / 60:.2f} [{p['avg_jct_lo'] / 60:.2f}, {p['avg_jct_hi'] / 60:.2f}]" in text
     assert "## Goals" in text and g.height > 0
     assert (" met |" in text) or ("**missed**" in text)
     assert "cells: 12; simulated jobs: 42" in text

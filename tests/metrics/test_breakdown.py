@@ -22,6 +22,7 @@ def test_wait_run_and_modeled_share_from_the_log():
     out = breakdown(events)
     assert out["wait_mean"] == pytest.approx(((15 - 10) + (45 - 20)) / 2)
     assert out["run_mean"] == pytest.approx(((75 - 15) + (95 - 45)) / 2)
+    assert out["delay_mean"] == pytest.approx(((18 - 15) + (48 - 45) + (47 - 45)) / 2)
     measured = 2 * 30 + 1 * 50
     modeled = 4 * 30
     assert out["modeled_frac"] == pytest.approx(modeled / (measured + modeled))
@@ -29,4 +30,4 @@ def test_wait_run_and_modeled_share_from_the_log():
 
 def test_empty_log_gives_none():
     assert breakdown([ev(0, "header", None)]) == {"wait_mean": None, "run_mean": None,
-                                                  "modeled_frac": None}
+                                                  "delay_mean": None, "modeled_frac": None}

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Mapping
 
 from coadapt.engine.cluster import ClusterSpec, Network
-from coadapt.engine.run import RunSettings
+from coadapt.engine.run import RunSettings, check_observation_noise
 from coadapt.models.batching import JobLimits
 from coadapt.profiling.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
@@ -62,6 +62,13 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                    "service at its request, estimated from the profiles")
     p.add_argument("--p", type=float, default=-1.0, dest="power",
                    help="Pollux power-mean exponent over speedups (default -1)")
+    p.add_argument("--observation-noise", type=float, default=0.0, metavar="S",
+                   help="profile error, simulation only: multiply what each modeled job reports "
+                   "to the scheduler (step and sync time, gradient noise scale) by "
+                   "exp(S*cv*z), z ~ N(0,1), cv the spread its profile measured between "
+                   "repeats and seeds; the simulated truth and the fairness yardstick stay "
+                   "exact; draws follow the run's seed and the job name. 0 (default) is off; "
+                   "live runs report real measurements and refuse it")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
@@ -103,6 +110,7 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
         except ValueError:
             raise ValueError(f"--tiresias-threshold {args.tiresias_threshold!r}: expected "
                              "'auto' or slot-seconds") from None
+    noise = check_observation_noise(getattr(args, "observation_noise", 0.0))  # older specs lack it
     return RunSettings(cluster, args.interval, delay, args.seed, args.power,
                        show_progress=show_progress, start_node=args.new_jobs == "node",
-                       tiresias_threshold=threshold)
+                       tiresias_threshold=threshold, observation_noise=noise)

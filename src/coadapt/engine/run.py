@@ -4,6 +4,7 @@ the files written at the end."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ class RunSettings:
     start_node: bool = False  # PolicyConfig.start_node
     tiresias_threshold: float = 16 * 3600.0
     fairness: bool = True  # append T_iso (isolated runs, sim.isolation) to the log
+    observation_noise: float = 0.0  # S: modeled jobs' report error in measured spreads (0: off)
+
+    def __post_init__(self) -> None:
+        check_observation_noise(self.observation_noise)
 
     def policy_config(self) -> PolicyConfig:
         return PolicyConfig(self.restart_delay, self.interval, self.p, self.start_node,
@@ -35,7 +40,16 @@ class RunSettings:
         return {"cluster": str(self.cluster), "total_slots": self.cluster.total_slots,
                 "network": str(self.cluster.network), "interval": self.interval,
                 "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
-                "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold}
+                "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
+                "observation_noise": self.observation_noise}
+
+
+def check_observation_noise(scale: float) -> float:
+    """``scale`` if it is a finite number >= 0; else a ValueError naming the option."""
+    if not math.isfinite(scale) or scale < 0:
+        raise ValueError(f"--observation-noise must be a finite number >= 0 (0 is off), "
+                         f"got {scale!r}")
+    return float(scale)
 
 
 def write_results(out_dir: Path) -> dict[str, Any]:

@@ -178,7 +178,7 @@ def fig_jct_means(summary: pl.DataFrame, path: Path) -> Path:
             ax.errorbar(x, y, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", capsize=3,
                         color=pal[p], label=p, ms=5)
         ax.set_xticks(range(len(sets)),
-                      [f"{s}\n(load {ld:g}x)" if ld is not None else s for s, ld in sets],
+                      [f"{s}\n(load {ld:.3g}x)" if ld is not None else s for s, ld in sets],
                       fontsize=8)
         ax.set(title=f"{tag} ({SIM})", ylabel="mean JCT (min, simulated)", xlabel="workload set")
         ax.set_ylim(bottom=0)
@@ -211,7 +211,7 @@ def fig_cdf(jobs: pl.DataFrame, column: str, path: Path, xlabel: str, title: str
             ax.tick_params(axis="x", which="minor", labelsize=6)
             if vline is not None:
                 ax.axvline(vline, color="grey", lw=0.8, ls="--")
-        load = f" (load {ld:g}x)" if ld is not None else ""
+        load = f" (load {ld:.3g}x)" if ld is not None else ""
         ax.set(title=f"{s}{load}", xlabel=xlabel, ylabel="fraction of jobs")
     return _save(fig, path, f"{SIM}: {title}")
 
@@ -378,11 +378,11 @@ def summary_table(summary: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for r in summary.iter_rows(named=True):
         rows.append({
-            "network": r["tag"], "set": r["set"], "load": _fmt(r["load"], "{:g}"),
+            "network": r["tag"], "set": r["set"], "load": _fmt(r["load"], "{:.3g}"),
             "policy": r["policy"], "seeds": r["seeds"],
             "mean JCT min [95% CI]": _ci(r["avg_jct"], r["avg_jct_lo"], r["avg_jct_hi"], 60.0,
-                                         "{:.1f}", r["seeds"]),
-            "p99 JCT min": _fmt(None if r["p99_jct"] is None else r["p99_jct"] / 60, "{:.1f}"),
+                                         "{:.2f}", r["seeds"]),
+            "p99 JCT min": _fmt(None if r["p99_jct"] is None else r["p99_jct"] / 60, "{:.2f}"),
             "util": _fmt(r["utilization"]),
             "max rho mean (worst)": ("–" if r["max_rho"] is None else
                                      f"{r['max_rho']:.2f} ({_fmt(r['max_rho_worst'])})"),
@@ -390,7 +390,9 @@ def summary_table(summary: pl.DataFrame) -> pl.DataFrame:
                                  n=r["vs_fixed_n"]),
             "vs dynamic [CI]": _ci(r["vs_dynamic"], r["vs_dynamic_lo"], r["vs_dynamic_hi"],
                                    n=r["vs_dynamic_n"]),
-            "wait min": _fmt(None if r["wait_mean"] is None else r["wait_mean"] / 60, "{:.1f}"),
+            "wait s": _fmt(r["wait_mean"], "{:.1f}"),
+            "run s": _fmt(r["run_mean"], "{:.1f}"),
+            "of it start/restart s": _fmt(r.get("delay_mean"), "{:.1f}"),
             "modeled": _fmt(r["modeled_frac"]),
         })
     return pl.DataFrame(rows)
@@ -493,7 +495,7 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
     jobs = int(results["jobs"].sum() or 0) if n and "jobs" in results.columns else 0
     done = int(results["completed"].sum() or 0) if n and "completed" in results.columns else 0
     wall = float(results["wall_s"].sum() or 0.0) if n and "wall_s" in results.columns else 0.0
-    set_list = ", ".join(s if ld is None else f"{s} (load {ld:g}x)" for s, ld in sets)
+    set_list = ", ".join(s if ld is None else f"{s} (load {ld:.3g}x)" for s, ld in sets)
     nets = ", ".join(f"{t} ({_fmt(bw.get(t), '{:g}')} Gbit/s)" for t in tags)
     lines = [
         "# coadapt experiment report (SIMULATED)", "",
@@ -531,7 +533,7 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
                   "avg JCT ratios (paired by seed) of adapting only the batch size, only the "
                   "worker count, and both.", "",
                   markdown_table(abl.drop("bandwidth").rename({"tag": "network"}),
-                                 {"load": "{:g}"})]
+                                 {"load": "{:.3g}"})]
     lines += ["", "## How firm the intervals are", "", _coverage_sentence(summary)]
     lines += ["", "## Figures", ""]
     captions = {

@@ -115,24 +115,13 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def file_result(out: Path, row: dict[str, Any], blob: bytes) -> None:
     """Log first (atomically), then the row (appended, fsynced): a row always
     has its log."""
-    _atomic_write(out / row["log"], blob)
+    from coadapt.jobs.checkpoint import atomic_write_bytes
+
+    (out / row["log"]).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / row["log"], blob)
     with open(out / CELLS_FILE, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row, default=str) + "\n")
         fh.flush()

@@ -33,11 +33,12 @@ CONTENDED_LOAD = 2.0  # sets at or above this load are "contended" (goals)
 MEANS = {  # summary column <- results column (mean over seeds)
     "p99_jct": "p99_jct", "utilization": "utilization", "max_rho": "max_rho",
     "p99_rho": "p99_rho", "unfair_frac": "unfair_frac", "jain": "jain_rho",
-    "wait_mean": "wait_mean", "run_mean": "run_mean", "modeled_frac": "modeled_frac",
+    "wait_mean": "wait_mean", "run_mean": "run_mean", "delay_mean": "delay_mean",
+    "modeled_frac": "modeled_frac", "restarts_mean": "restarts_mean",
 }
 FLOATS = ("bandwidth", "load", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilization",
           "mean_goodput", "max_rho", "p99_rho", "unfair_frac", "jain_rho", "restarts_mean",
-          "wait_mean", "run_mean", "modeled_frac", "jobs", "completed")
+          "wait_mean", "run_mean", "delay_mean", "modeled_frac", "jobs", "completed")
 
 
 def policy_rank(name: str) -> int:
@@ -191,7 +192,7 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
     cols = ["tag", "bandwidth", "set", "load", "policy", "seeds", "completed_frac",
             "avg_jct", "avg_jct_lo", "avg_jct_hi", "p99_jct", "utilization", "max_rho",
             "max_rho_worst", "p99_rho", "unfair_frac", "jain", "wait_mean", "run_mean",
-            "modeled_frac"]
+            "delay_mean", "restarts_mean", "modeled_frac"]
     for b in BASELINES:
         cols += [f"vs_{b}", f"vs_{b}_lo", f"vs_{b}_hi", f"vs_{b}_n"]
     return _sort(agg.select(cols))

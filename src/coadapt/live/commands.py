@@ -97,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
             spec = vars(args).copy()
             spec["targets"] = _overrides(args.target, "--target")
             spec["evals"] = _overrides(args.eval_every, "--eval-every")
+        if getattr(args, "observation_noise", 0.0):  # a resumed run never had it either
+            return _fail(f"--observation-noise {args.observation_noise:g}: live jobs report "
+                         "real measurements, which carry their own noise; the option is for "
+                         "'coadapt simulate' and 'coadapt experiment' (use 0 or leave it out)")
         usable = policy_names(variants=True, oracles=False)
         names = policy_names(oracles=False) if spec["policy"] == "all" else spec["policy"].split(",")
         unknown = [n for n in names if n not in REGISTRY]

@@ -23,9 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from coadapt.profiling.profile import AppProfile, ProfileError
+from coadapt.profiling.profile import AppProfile, ProfileError, Spread
 from coadapt.profiling.tables import read_csv_checked
 
 FORMAT_NAME = "coadapt-cpu-profile"
@@ -238,6 +239,62 @@ def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuPr
                       extra.get("curves"))
 
 
+def _median_cv(frame: pl.DataFrame, keys: list[str], cols: list[str]) -> list[float]:
+    """Per column: the median over groups ``keys`` (with >= 2 rows) of the
+    group's std (ddof 1) / mean; 0.0 when no group has two rows. Rounded to
+    6 significant digits, so that polars' summation order cannot change a
+    simulated run's draws in the last bit."""
+    cv = frame.sort(keys).group_by(keys, maintain_order=True).agg(
+        pl.len().alias("_n"), *[(pl.col(c).std() / pl.col(c).mean()).alias(c) for c in cols])
+    cv = cv.filter(pl.col("_n") >= 2)
+    out = []
+    for c in cols:
+        v = cv[c].to_numpy().astype(float)
+        v = v[np.isfinite(v)]
+        out.append(float(f"{np.median(v):.6g}") if len(v) else 0.0)
+    return out
+
+
+def measured_spread(timings: pl.DataFrame | None, curves: pl.DataFrame | None) -> Spread:
+    """The spread of a job type's measurements between repeats (see :class:`Spread`).
+
+    ``step_cv``, ``sync_cv``: in ``timings.csv``, the median step (sync) time
+    of every run (a separate worker-group launch) of a configuration (workers,
+    local_bsz), keeping the runs the profile's medians keep (contended runs
+    out when the configuration has a clean one); per configuration with >= 2
+    such runs, the coefficient of variation (std with ddof 1 / mean) of those
+    run medians; then the median over configurations. Run-to-run, not
+    step-to-step: a job reports a median over many steps, and what moves that
+    median is the machine's state between launches.
+
+    ``noise_cv``: in ``curves.csv`` (every seed's run to target), the k-th
+    validation row of each (batch_size, seed) run, by progress (the k-th
+    multiple of ``eval_every`` for every seed); per (batch_size, k) reached by
+    >= 2 seeds, the CV over seeds of the gradient noise scale phi (computed as
+    grad_var / grad_sqr, to which phi = M0 * grad_var / grad_sqr is
+    proportional); then the median over those (batch_size, k).
+
+    A missing file or column, or too few repeats, leaves a field 0.0."""
+    step_cv = sync_cv = noise_cv = 0.0
+    cell = ["workers", "local_bsz"]
+    if timings is not None and {*cell, "run", "step_time", "sync_time"} <= set(timings.columns):
+        kept = timings
+        if "contended" in timings.columns:
+            clean = (~pl.col("contended")).any().over(cell)
+            kept = timings.filter(~pl.col("contended") | ~clean)
+        runs = kept.group_by([*cell, "run"]).agg(pl.col("step_time").median(),
+                                                 pl.col("sync_time").median())
+        step_cv, sync_cv = _median_cv(runs, cell, ["step_time", "sync_time"])
+    run = ["batch_size", "seed"]
+    if curves is not None and {*run, "progress", "grad_sqr", "grad_var"} <= set(curves.columns):
+        rows = (curves.filter((pl.col("grad_sqr") > 0) & (pl.col("grad_var") > 0))
+                .sort(*run, "progress")
+                .with_columns((pl.col("grad_var") / pl.col("grad_sqr")).alias("phi"),
+                              pl.int_range(pl.len()).over(run).alias("_k")))
+        (noise_cv,) = _median_cv(rows, ["batch_size", "_k"], ["phi"])
+    return Spread(step_cv, sync_cv, noise_cv)
+
+
 def to_app_profile(profile: CpuProfile) -> AppProfile:
     """Convert to the simulator's :class:`coadapt.profiling.profile.AppProfile`."""
     meta, machine = profile.meta, profile.info.get("machine", {})
@@ -250,7 +307,7 @@ def to_app_profile(profile: CpuProfile) -> AppProfile:
         max_local_bsz=meta.max_local_bsz, max_replicas=meta.max_replicas,
         placements=profile.placements, scalability=None, validation=profile.validation,
         completion_epochs=None, target=meta.target, higher_is_better=meta.higher_is_better,
-        source=source,
+        source=source, spread=measured_spread(profile.timings, profile.curves),
     )
 
 

@@ -36,6 +36,21 @@ def normalize_placement(placement: tuple[int, ...]) -> tuple[int, ...]:
     return min(p[i:] + p[:i] for i in range(len(p)))
 
 
+@dataclass(frozen=True)
+class Spread:
+    """How much one job type's own measurements scatter between repeats, as
+    coefficients of variation (std / mean) that the profiler measured: the
+    simulator's ``--observation-noise`` scales its report errors by them, so
+    a job type whose timings were noisy on the real machine reports noisily.
+    Zeros: nothing measured (e.g. the AdaptDL GPU traces: one row per
+    configuration, one seed per curve). How a CPU profile derives them:
+    :func:`coadapt.profiling.cpu_format.measured_spread`."""
+
+    step_cv: float = 0.0  # step time between repeated launches of one configuration
+    sync_cv: float = 0.0  # all-reduce (sync) time, likewise
+    noise_cv: float = 0.0  # gradient noise scale phi between seeds at one batch and progress
+
+
 @dataclass(frozen=True, eq=False)
 class AppProfile:
     """Measured behaviour of one job type (see module docstring)."""
@@ -53,6 +68,7 @@ class AppProfile:
     target: float | None = None
     higher_is_better: bool = True
     source: str = ""
+    spread: Spread = field(default_factory=Spread)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- throughput

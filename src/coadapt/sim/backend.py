@@ -10,6 +10,10 @@ per validation, the final validation and the fresh-process verification
 before it completes (slots held), and the measured slowdown while another
 job shares its node. Without them (e.g. the Pollux GPU traces) it pays the
 fixed restart delay only, as the reference simulator does.
+
+With ``observation_noise`` S > 0 each job's reports carry the log-normal
+error of :class:`coadapt.sim.job.ReportNoise`, seeded by ``seed`` and the job
+name; the truth its progress follows is the same as with S = 0.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from typing import ClassVar
 
 from coadapt.engine.backend import EngineContext
 from coadapt.engine.record import JobRecord
+from coadapt.engine.run import check_observation_noise
 from coadapt.models.batching import JobLimits
 from coadapt.profiling.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
-from coadapt.sim.job import ModeledJob
+from coadapt.sim.job import ModeledJob, ReportNoise
 from coadapt.sim.truth import ClusterTruth
 from coadapt.workloads.workload import JobSpec
 
@@ -33,8 +38,11 @@ class ModeledBackend:
     def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
                  costs: LiveCosts | None = None,
                  script: Mapping[str, list[tuple[float, int]]] | None = None,
-                 grad_bytes: Mapping[str, float] | None = None) -> None:
+                 grad_bytes: Mapping[str, float] | None = None, *,
+                 observation_noise: float = 0.0, seed: int = 0) -> None:
         self.profiles = profiles
+        self.observation_noise = check_observation_noise(observation_noise)
+        self.seed = seed
         self.delay = restart_delay
         self.costs = costs
         self.script = script or {}  # recorded in-place batch changes (a replay)
@@ -57,8 +65,10 @@ class ModeledBackend:
 
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
         app = spec.application
-        job = ModeledJob(JobRecord.new(spec, limits, now), self.profiles[app], self.truth(app),
-                         self)
+        profile = self.profiles[app]
+        noise = ReportNoise.for_job(self.observation_noise, profile.spread, self.seed, spec.name)
+        job = ModeledJob(JobRecord.new(spec, limits, now), profile, self.truth(app), self,
+                         noise=noise)
         self.jobs.append(job)
         return job
 

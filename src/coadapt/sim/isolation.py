@@ -12,7 +12,8 @@ round as long. A job alone on an empty cluster thus scores rho = 1.
 N is known only after the run, so the yardstick is computed then, from the
 log, and appended to it as ``fairness`` events; metrics read them like any
 other event. The isolated runs are simulated, for sim and live logs alike
-(the experimenter's yardstick, never shown to a policy).
+(the experimenter's yardstick, never shown to a policy), with exact
+reports: no ``--observation-noise``, so the yardstick stays clean.
 """
 
 from __future__ import annotations
@@ -48,8 +49,12 @@ def isolated_jct(spec: JobSpec, share: int, settings: RunSettings,
     offset = math.fmod(spec.submit_time, settings.interval)
     alone = JobSpec(spec.name, offset, spec.application, spec.num_replicas, spec.batch_size)
     wl = Workload(f"iso-{spec.name}", None, (alone,))
+    backend = make_backend()
+    if getattr(backend, "observation_noise", 0.0):
+        raise ValueError("isolated runs (T_iso) need exact reports: build their backend "
+                         "without --observation-noise")
     with EventLog(None, stream=_Null()) as log:
-        engine = Engine(wl, limits, make_backend(), make_policy(), share_cluster(
+        engine = Engine(wl, limits, backend, make_policy(), share_cluster(
             settings.cluster, share), log, interval=settings.interval,
                         restart_delay=settings.restart_delay)
         result = engine.run()

@@ -5,12 +5,14 @@ slots and is past its restart delay; the rate is constant between events
 (allocation changes, restarts ending, epoch boundaries), so the engine can
 jump from event to event. What the job measures goes into its record's
 observations, as an AdaptDL agent's would; the fitted model built from them,
-not the profile, is what the policy sees.
+not the profile, is what the policy sees. With ``--observation-noise`` those
+reports (not the truth) carry a log-normal error (:class:`ReportNoise`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,11 +21,43 @@ from coadapt.engine.record import JobRecord
 from coadapt.models.batching import step_with_accum
 from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment, Oracle
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiling.profile import AppProfile, Spread
 from coadapt.sim.truth import ClusterTruth
 
 if TYPE_CHECKING:
     from coadapt.sim.backend import ModeledBackend
+
+
+@dataclass
+class ReportNoise:
+    """Profile error on one job's reports: step time, sync time and grad_var
+    (hence the noise scale phi = M0 grad_var / grad_sqr) are each multiplied
+    by exp(scale * cv * z), z ~ N(0, 1) drawn afresh per report, with cv from
+    the profile's measured :class:`Spread`. A report is a fresh measurement,
+    so repeated reports of one configuration scatter and the agent's median
+    over its window damps them, as a live agent's would."""
+
+    scale: float
+    spread: Spread
+    rng: np.random.Generator = field(repr=False)
+
+    @classmethod
+    def for_job(cls, scale: float, spread: Spread, seed: int, name: str) -> ReportNoise | None:
+        """Draws seeded by (run seed, job name): reproducible, and no two jobs
+        share a stream. None when the reports would be exact."""
+        cv = (spread.step_cv, spread.sync_cv, spread.noise_cv)
+        if scale == 0 or not any(cv):
+            return None
+        tag = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+        rng = np.random.default_rng(np.random.SeedSequence([seed % 2**64, tag]))
+        return cls(scale, spread, rng)
+
+    def apply(self, step: float, sync: float, var: float) -> tuple[float, float, float]:
+        """Reported (step, sync, grad_var); sync stays within the step, as measured."""
+        cv = np.array([self.spread.step_cv, self.spread.sync_cv, self.spread.noise_cv])
+        f = np.exp(self.scale * cv * self.rng.standard_normal(3))
+        rep = np.array([step, sync, var]) * f
+        return float(rep[0]), float(min(rep[1], rep[0])), float(rep[2])
 
 
 @dataclass
@@ -43,6 +77,7 @@ class ModeledJob:
     finishing: bool = False  # target reached; final validation and verification under way
     final_metric: float | None = None
     allocated_at: float = 0.0
+    noise: ReportNoise | None = None  # error on the reports only; None: exact
 
     @property
     def name(self) -> str:
@@ -75,12 +110,17 @@ class ModeledJob:
 
     def observe(self, t: float) -> dict[str, float]:
         """Run at the current configuration: report what the job measures
-        (step/sync time, gradient statistics) and set the true rate."""
+        (step/sync time, gradient statistics) and set the true rate. The
+        logged step/sync time and gradient statistics are the reports;
+        throughput, efficiency and goodput stay the truth (the experimenter's
+        goodput timeline, never shown to a policy)."""
         r = self.record
         step, sync, tput, eff, rate = self.true_rates()
         self.rate = rate
-        r.obs.record((len(r.placement), r.replicas, r.micro), step, sync)
         sqr, var = self.profile.grad_stats(r.batch_size, self.epoch)
+        if self.noise is not None:
+            step, sync, var = self.noise.apply(step, sync, var)
+        r.obs.record((len(r.placement), r.replicas, r.micro), step, sync)
         r.obs.refit(t)
         r.obs.set_grad(sqr, var)
         return {"step_time": step, "sync_time": sync, "throughput": tput, "efficiency": eff,

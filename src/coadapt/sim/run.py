@@ -58,7 +58,9 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
 
         grad = {a: JOB_TYPES[a].grad_bytes for a in apps if a in JOB_TYPES}
         backend = ModeledBackend(profiles, settings.restart_delay, costs,
-                                 replay.script if replay is not None else None, grad)
+                                 replay.script if replay is not None else None, grad,
+                                 observation_noise=settings.observation_noise,
+                                 seed=settings.seed)
         engine = Engine(workload, limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress)
@@ -66,6 +68,7 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
             engine.run()
             if settings.fairness:
                 append_fairness(log, events_path, engine.env.now, workload, settings, limits,
+                                # exact reports: T_iso is a clean yardstick
                                 lambda: ModeledBackend(profiles, settings.restart_delay, costs,
                                                        None, grad),
                                 lambda: make_policy(policy_name, settings.policy_config()))
