@@ -5,8 +5,9 @@ it could use on the cluster (any worker count up to the cluster, any validated
 batch size), with no wait for a round, no queueing and no restart: only its
 training to the target at the simulator's truth, its measured first start and
 its final verification. The mean of that over a workload, divided by a
-policy's measured mean JCT on the same draw (paired by seed), says how far any
-scheduler could get. It is not a strict bound: a policy that changes the batch
+policy's simulated mean JCT on the same draw (paired by seed), says how far any
+scheduler could get. The cluster, latency and profiles are read from the
+experiment's ``experiment.json``; named sets only. It is not a strict bound: a policy that changes the batch
 size during training (Pollux) can beat the best *static* batch a little, and
 validation pauses are left out.
 
@@ -16,6 +17,7 @@ validation pauses are left out.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from coadapt.engine.limits import declared_limits
 from coadapt.profiling.sources import load_profiles
 from coadapt.sim.costs import COSTS_FILE, LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
-from coadapt.workloads.sets import make_workload
+from coadapt.workloads.sets import SETS, make_workload
 
 
 def best_jct(truth, limits, profile, slots: int, per_node: int) -> tuple[float, int, int]:
@@ -46,11 +48,12 @@ def best_jct(truth, limits, profile, slots: int, per_node: int) -> tuple[float, 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", required=True, help="results.parquet of a coadapt experiment")
-    p.add_argument("--profiles", default="profiles")
-    p.add_argument("--cluster", default="8x2")
     p.add_argument("--baselines", default="fixed,dynamic,pollux,optimus-oracle")
     args = p.parse_args()
     results = pl.read_parquet(args.results)
+    plan = json.loads((Path(args.results).parent / "experiment.json").read_text())
+    args.profiles, args.cluster, latency = plan["profiles"], plan["cluster"], plan["latency"]
+    results = results.filter(pl.col("set").is_in(list(SETS)))
     profiles = load_profiles(args.profiles)
     costs_path = Path(args.profiles) / COSTS_FILE
     costs = LiveCosts.load(costs_path) if costs_path.exists() else None
@@ -59,7 +62,7 @@ def main() -> int:
     rows = []
     cells = results.select("bandwidth", "set", "seed").unique().sort("bandwidth", "set", "seed")
     for bw, name, seed in cells.iter_rows():
-        cluster = ClusterSpec.parse(args.cluster, Network(bw))
+        cluster = ClusterSpec.parse(args.cluster, Network(bw, latency))
         per_node = max(cluster.slots_per_node)
         wl = make_workload(name, seed, profiles, cluster)
         truth = truths(sim_profiles, cluster.network)
@@ -88,7 +91,8 @@ def main() -> int:
                   pl.col("bound_workers").mean().alias("bound workers"),
                   *[pl.col(f"bound/{b}").mean() for b in base if b in joined.columns],
                   *[(pl.col("pollux") / pl.col(b)).mean().alias(f"pollux/{b}")
-                    for b in base if b in joined.columns and b != "pollux"]))
+                    for b in base if b in joined.columns and b != "pollux"
+                    and "pollux" in joined.columns]))
     with pl.Config(tbl_rows=100, tbl_cols=20, float_precision=2, tbl_width_chars=200):
         sys.stdout.write("SIMULATED no-contention bound (best static configuration, no waits)\n")
         sys.stdout.write(f"{table}\n")

@@ -99,6 +99,8 @@ def test_experiment_command_writes_table_summary_report_and_resumes(tmp_path, ca
     (["--workloads", "no-such-set"], "no-such-set"),
     (["--seeds", "0"], "--seeds"),
     (["--bandwidth", "0"], "bandwidth"),
+    (["--bandwidth", ","], "--bandwidth: no network"),
+    (["--workloads", ","], "--workloads: no workload"),
 ])
 def test_bad_options_fail_once_with_a_clear_message(tmp_path, capsys, extra, message):
     argv = ["experiment", "--workloads", "cpu-load1", "--profiles", PROFILES,
@@ -124,12 +126,31 @@ def _alive(pid: int) -> bool:
     return "State:\tZ" not in status
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_stops_every_worker_and_resume_completes(tmp_path, sig):
+def test_a_csv_may_not_shadow_a_named_set(tmp_path, capsys):
+    shadow = tmp_path / "cpu-load1.csv"
+    shadow.write_text(small_csv(tmp_path).read_text())
+    assert main(["experiment", "--workloads", f"cpu-load1,{shadow}", "--profiles", PROFILES,
+                 "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert "already taken by a named set" in capsys.readouterr().err
+
+
+def test_csv_workloads_run_every_seed_when_reports_are_noisy(tmp_path):
+    csv = small_csv(tmp_path, 2)
+    out = tmp_path / "exp"
+    assert main(["experiment", "--workloads", str(csv), "--policies", "pollux", "--seeds", "2",
+                 "--observation-noise", "2", "--profiles", PROFILES, "--jobs", "1",
+                 "--out", str(out), "--no-progress"]) == 0
+    results = pl.read_parquet(out / "results.parquet")
+    assert sorted(results["seed"]) == [1, 2]
+
+
+@pytest.mark.parametrize("sig, jobs", [(signal.SIGINT, 2), (signal.SIGTERM, 2),
+                                       (signal.SIGTERM, 1)])
+def test_signal_stops_every_worker_and_resume_completes(tmp_path, sig, jobs):
     csv = small_csv(tmp_path, 6)
     out = tmp_path / "exp"
     argv = [sys.executable, "-m", "coadapt.cli", "experiment", "--workloads", str(csv),
-            "--profiles", PROFILES, "--bandwidth", "1,3,10,30,100", "--jobs", "2",
+            "--profiles", PROFILES, "--bandwidth", "1,3,10,30,100", "--jobs", str(jobs),
             "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cells = out / CELLS_FILE
@@ -139,7 +160,7 @@ def test_signal_stops_every_worker_and_resume_completes(tmp_path, sig):
         assert time.monotonic() < deadline, "no cell finished in 120 s"
         time.sleep(0.2)
     workers = _children(proc.pid)
-    assert workers
+    assert workers or jobs == 1  # in-process cells: the driver itself must stop
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -152,6 +173,31 @@ def test_signal_stops_every_worker_and_resume_completes(tmp_path, sig):
     assert done.returncode == 0, done.stderr
     assert pl.read_parquet(out / "results.parquet").height == 25
     assert os.path.exists(out / "report.md")
+
+
+def test_a_killed_worker_fails_its_cells_instead_of_hanging(tmp_path):
+    csv = small_csv(tmp_path, 6)
+    out = tmp_path / "exp"
+    argv = [sys.executable, "-m", "coadapt.cli", "experiment", "--workloads", str(csv),
+            "--profiles", PROFILES, "--bandwidth", "1,3,10,30,100", "--jobs", "2",
+            "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    def workers() -> list[int]:  # pool workers, not multiprocessing's resource tracker
+        return sorted(p for p in _children(proc.pid)
+                      if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes())
+
+    while not workers():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.kill(workers()[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "cells failed" in err and "--resume" in err
+    done = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert pl.read_parquet(out / "results.parquet").height == 25
 
 
 def test_ray_runs_cells_on_a_local_instance(tmp_path):

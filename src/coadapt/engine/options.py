@@ -18,7 +18,7 @@ from coadapt.engine.cluster import ClusterSpec, Network
 from coadapt.engine.run import RunSettings, check_observation_noise
 from coadapt.models.batching import JobLimits
 from coadapt.profiling.profile import AppProfile
-from coadapt.sim.costs import LiveCosts
+from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.workloads.workload import Workload
 
@@ -102,8 +102,9 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
         raise ValueError("--restart-delay must be >= 0 seconds")
     if args.tiresias_threshold == "auto" and not profiles:
         threshold = 16 * 3600.0  # nothing to scale it by: the Pollux study's
-    elif args.tiresias_threshold == "auto":
-        threshold = tiresias_threshold(workload, profiles, limits, cluster)
+    elif args.tiresias_threshold == "auto":  # priced at the truth the jobs will run at
+        truth = refine_profiles(profiles, costs) if costs is not None else profiles
+        threshold = tiresias_threshold(workload, truth, limits, cluster)
     else:
         try:
             threshold = float(args.tiresias_threshold)

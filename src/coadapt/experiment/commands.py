@@ -12,7 +12,9 @@ DESCRIPTION = """\
 Run the scheduling study: every policy on every workload set for several seeds
 (and, with --bandwidth 1,10,100, for several networks between the simulated
 nodes), in parallel; every number is SIMULATED. A named set (see 'coadapt
-workload sets') is generated for each seed; a CSV workload runs once.
+workload sets') is generated for each seed, its requests tuned at the step
+times the simulator charges; a CSV workload runs once (once per seed with
+--observation-noise, whose draws the seed decides).
 
 Writes OUT/cells.jsonl (one row per finished cell, appended as it finishes),
 OUT/logs/<cell>.jsonl.gz (each cell's event log), OUT/results.{parquet,csv}
@@ -77,15 +79,17 @@ def run(args: argparse.Namespace) -> int:
     if (out / CELLS_FILE).exists() and not args.resume:
         return _fail(f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
                      "them, or choose another --out")
+    noisy = bool(ctx.options.get("observation_noise"))  # then the seed draws the noise
     cells = build_grid(bandwidths, workloads, unique(policies), seeds,
-                       {w: w not in ctx.workloads for w in workloads})
+                       {w: noisy or w not in ctx.workloads for w in workloads})
     done = finished(out, ctx.fingerprint) if args.resume else {}
     todo = [c for c in cells if c.key not in done]
     out.mkdir(parents=True, exist_ok=True)
     _write_plan(out, args, ctx.fingerprint, len(cells))
     jobs = args.jobs or os.cpu_count() or 1
     sys.stderr.write(f"experiment: {len(cells)} cells ({len(done)} already done), "
-                     f"{len(workloads)} workloads x {len(policies)} policies x {len(seeds)} seeds (CSV: 1)"
+                     f"{len(workloads)} workloads x {len(policies)} policies x {len(seeds)} seeds"
+                     f"{' (CSV workloads: 1)' if ctx.workloads else ''}"
                      f" x {len(bandwidths)} networks; {jobs} at a time"
                      f"{' on Ray ' + args.ray if args.ray else ''}\n")
     bar = ProgressBar(total=len(todo), items=len(todo), label="experiment", unit="cells",
@@ -126,6 +130,7 @@ def _plan(args: argparse.Namespace):
     from coadapt.policies import REGISTRY
     from coadapt.profiling.sources import load_profiles
     from coadapt.sim.commands import _costs
+    from coadapt.sim.costs import refine_profiles
     from coadapt.workloads import load_workload
     from coadapt.workloads.sets import SETS, make_workload
 
@@ -140,14 +145,24 @@ def _plan(args: argparse.Namespace):
                          f"{', '.join(sorted(REGISTRY))}")
     names = list(SETS) if args.workloads == "all" else unique(
         w.strip() for w in args.workloads.split(",") if w.strip())
+    if not names:
+        raise ValueError("--workloads: no workload given; name sets (see 'coadapt workload "
+                         "sets') or CSV paths, or 'all'")
+    if not args.bandwidth:
+        raise ValueError("--bandwidth: no network given; e.g. --bandwidth 1,10,100")
     profiles = load_profiles(args.profiles)
     costs = _costs(args.live_costs, args.profiles)
+    truth = refine_profiles(profiles, costs) if costs is not None else profiles
     fixed, workloads = {}, []
     for name in names:
         if name in SETS:
             workloads.append(name)
             continue
         wl = load_workload(name, set(profiles))  # a CSV: loaded here, shipped to every cell
+        if wl.name in SETS or wl.name in fixed:
+            raise ValueError(f"--workloads: {name}: its name {wl.name!r} is already taken by "
+                             f"{'a named set' if wl.name in SETS else 'another CSV'}; rename "
+                             "the file")
         fixed[wl.name] = wl
         workloads.append(wl.name)
     options = {k: getattr(args, k) for k in ("cluster", "latency", "interval", "restart_delay",
@@ -155,7 +170,7 @@ def _plan(args: argparse.Namespace):
                                              "observation_noise")}
     for bw in args.bandwidth:  # every option fails here, once, not in every cell
         cluster = ClusterSpec.parse(args.cluster, Network(bw, args.latency))
-        sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, profiles, cluster)
+        sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, truth, cluster)
         limits = declared_limits({j.application for j in sample.jobs}, profiles)
         run_settings(argparse.Namespace(**options, bandwidth=bw, seed=1), sample, profiles,
                      limits, costs, show_progress=False)
@@ -166,7 +181,7 @@ def _plan(args: argparse.Namespace):
         "code": code_digest(root),
         "csv": {n: [(j.name, j.submit_time, j.application, j.num_replicas, j.batch_size)
                     for j in w.jobs] for n, w in sorted(fixed.items())}})
-    ctx = CellContext(profiles, costs, options, fixed, fp)
+    ctx = CellContext(profiles, costs, options, fixed, fp, truth)
     seeds = list(range(1, args.seeds + 1))
     return ctx, workloads, policies, seeds, sorted(set(args.bandwidth))
 
@@ -186,11 +201,12 @@ def _profile_stamp(spec: str) -> str:
 
 
 def _write_plan(out: Path, args: argparse.Namespace, fp: str, cells: int) -> None:
+    from coadapt.jobs.checkpoint import atomic_write_bytes
+
     plan: dict[str, Any] = {k: v for k, v in vars(args).items() if k != "func"}
     plan.update(fingerprint=fp, cells=cells, simulated=True)
-    tmp = out / ".experiment.json.tmp"
-    tmp.write_text(json.dumps(plan, indent=2, default=str) + "\n")
-    tmp.replace(out / "experiment.json")
+    atomic_write_bytes(out / "experiment.json",
+                       (json.dumps(plan, indent=2, default=str) + "\n").encode())
 
 
 def _finish(out: Path, rows: list[dict[str, Any]]) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 # Source folders whose code decides a cell's numbers: a change in any of them
 # makes earlier rows stale for ``--resume``.
 RESULT_CODE = ("engine", "sim", "policies", "models", "workloads", "metrics", "profiling",
-               "jobs/registry.py", "jobs/types.py", "eventlog")
+               "jobs/registry.py", "jobs/types.py", "eventlog", "experiment/runner.py",
+               "experiment/grid.py")
 
 
 def bandwidth_tag(gbps: float) -> str:

@@ -3,7 +3,9 @@
 ``local`` starts a private Ray instance on this machine with ``jobs`` CPUs;
 any other address joins that cluster. The context (profiles, costs, CSV
 workloads) is put into the object store once, so remote nodes need only the
-``coadapt`` package, not this checkout's files. Results are yielded as tasks
+``coadapt`` package, not this checkout's files; each node must run the same
+coadapt version as the driver (rows are filed under the driver's code
+fingerprint). Results are yielded as tasks
 finish; leaving early cancels what is still queued or running.
 """
 
@@ -46,10 +48,16 @@ class RayPool:
 
         task = self.ray.remote(num_cpus=1, max_retries=0)(_safe_run)
         ref = self.ray.put(ctx)
-        self._pending = [task.remote(ref, cell) for cell in cells]
+        cell_of = {}
+        for cell in cells:
+            cell_of[task.remote(ref, cell)] = cell
+        self._pending = list(cell_of)
         while self._pending:
             ready, self._pending = self.ray.wait(self._pending, num_returns=1)
-            yield self.ray.get(ready[0])
+            try:
+                yield self.ray.get(ready[0])
+            except self.ray.exceptions.RayError as exc:  # a dead worker, a node lost, ...
+                yield cell_of[ready[0]], None, f"Ray task failed: {exc}"
 
     def __exit__(self, *exc: object) -> None:
         for ref in self._pending:

@@ -19,8 +19,9 @@ import signal
 import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ class CellContext:
     options: Mapping[str, Any]  # engine options (see engine.options.add_options), no bandwidth
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # fixed (CSV) workloads
     fingerprint: str = ""
+    truth: Mapping[str, AppProfile] | None = None
+    """The profiles the simulator runs on (``profiles`` refined by the live costs):
+    named sets tune their requests at these, so "tuned" means tuned at the truth."""
 
 
 @dataclass
@@ -61,7 +65,8 @@ def workload_for(cell: Cell, ctx: CellContext, cluster: ClusterSpec) -> tuple[Wo
     if cell.workload in ctx.workloads:
         wl = ctx.workloads[cell.workload]
         return wl, arrival_load(wl)
-    return make_workload(cell.workload, cell.seed, ctx.profiles, cluster), SETS[cell.workload].load
+    truth = ctx.truth if ctx.truth is not None else ctx.profiles
+    return make_workload(cell.workload, cell.seed, truth, cluster), SETS[cell.workload].load
 
 
 def arrival_load(workload: Workload) -> float:
@@ -95,9 +100,15 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
            "tiresias_threshold": settings.tiresias_threshold,
            "restart_delay": settings.restart_delay, "fingerprint": ctx.fingerprint,
-           "log": f"{LOGS_DIR}/{cell.key}.jsonl.gz", "simulated": True}
+           "log": log_path(cell, ctx.fingerprint), "simulated": True}
     row["workload"] = workload.name
     return row, gzip.compress(raw, 6)
+
+
+def log_path(cell: Cell, fingerprint: str) -> str:
+    """Relative path of a cell's log; it names the settings, so a resume under
+    other settings never overwrites the log an older row points to."""
+    return f"{LOGS_DIR}/{cell.key}.{fingerprint or 'x'}.jsonl.gz"
 
 
 def _safe_run(ctx: CellContext, cell: Cell) -> tuple[Cell, dict[str, Any] | None, bytes | str]:
@@ -105,6 +116,8 @@ def _safe_run(ctx: CellContext, cell: Cell) -> tuple[Cell, dict[str, Any] | None
     try:
         row, blob = run_cell(ctx, cell)
         return cell, row, blob
+    except _Terminate:
+        raise  # SIGTERM in the driver (in-process cells): stop, don't file a failure
     except Exception:  # noqa: BLE001 - reported per cell, the grid goes on
         return cell, None, traceback.format_exc()
 
@@ -171,20 +184,39 @@ def run_grid(cells: Sequence[Cell], ctx: CellContext, out: Path, jobs: int = 1,
         elif jobs <= 1 or len(cells) <= 1:
             _collect((_safe_run(ctx, c) for c in cells), out, outcome, on_done)
         else:
-            mp = multiprocessing.get_context("spawn")
-            pool = mp.Pool(min(jobs, len(cells)), initializer=_quiet_worker)
-            try:
-                _collect(pool.imap_unordered(partial(_safe_run, ctx), cells), out, outcome,
-                         on_done)
-                pool.close()
-            finally:
-                pool.terminate()
-                pool.join()
+            _collect_pool(cells, ctx, min(jobs, len(cells)), out, outcome, on_done)
     except (KeyboardInterrupt, _Terminate):
         outcome.interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
     return outcome
+
+
+def _collect_pool(cells: Sequence[Cell], ctx: CellContext, workers: int, out: Path,
+                  outcome: Outcome, on_done: Callable[[Cell, bool], None] | None) -> None:
+    """Spawned worker processes; a worker that dies (OOM, SIGKILL) fails the
+    cells still in the pool instead of hanging the grid; leaving early
+    (Ctrl-C, SIGTERM) kills every worker."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker)
+    try:
+        futures = {pool.submit(_safe_run, ctx, c): c for c in cells}
+
+        def results() -> Iterator[tuple]:
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except BrokenProcessPool as exc:
+                    yield futures[fut], None, f"worker process died: {exc}"
+        _collect(results(), out, outcome, on_done)
+    finally:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=10)
 
 
 def _collect(results: Iterator, out: Path, outcome: Outcome,

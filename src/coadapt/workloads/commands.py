@@ -52,6 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _network_options(s)
     s.add_argument("--profiles", default="profiles",
                    help="CPU profiles giving the job types (default profiles)")
+    s.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
+                   help="price requests at the step times the simulator charges with the live "
+                   "costs measured by 'coadapt calibrate' (default: PROFILES/live-costs.json "
+                   "when it exists), as 'coadapt simulate' and 'experiment' do")
     s.set_defaults(func=run_sets)
 
 
@@ -125,12 +129,17 @@ def run_sets(args: argparse.Namespace) -> int:
     from coadapt.engine.cluster import ClusterSpec, Network
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
+    from coadapt.sim.commands import _costs
+    from coadapt.sim.costs import refine_profiles
     from coadapt.workloads.generate import write_workload
     from coadapt.workloads.sets import SETS, make_workload
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
         profiles = load_profiles(args.profiles)
+        costs = _costs(args.live_costs, args.profiles)
+        if costs is not None:
+            profiles = refine_profiles(profiles, costs)
         made = [(ws, make_workload(ws, args.seed, profiles, cluster)) for ws in SETS.values()]
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload sets: error: {exc}\n")
