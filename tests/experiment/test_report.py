@@ -1,79 +1,91 @@
-"""The experiment report on a tiny real grid: toy-profile runs of the engine,
-filed as the runner files them (gzip'd logs + rows)."""
+"""The experiment report on a tiny real grid: toy-profile cells run and filed
+the way the experiment runs and files them (``runner.run_cell``, then
+``runner.file_result``: gzip'd logs + rows)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 from pathlib import Path
 
 import polars as pl
 import pytest
 from toyprofile import make_toy
 
-from coadapt.engine.cluster import ClusterSpec
-from coadapt.engine.run import RunSettings
-from coadapt.eventlog import read_events
+from coadapt.experiment.figures import FIGURES
+from coadapt.experiment.grid import Cell
 from coadapt.experiment.report import (
-    FIGURES,
+    _coverage_sentence,
     markdown_table,
     pick_example,
     read_log,
     write_report,
 )
+from coadapt.experiment.runner import CELLS_FILE, CellContext, file_result, run_cell
 from coadapt.experiment.stats import goals, summary
-from coadapt.sim.run import simulate_policy
+from coadapt.metrics import summarize
 from coadapt.workloads.workload import JobSpec, Workload
 
-try:
-    from coadapt.metrics.breakdown import breakdown
-except ImportError:  # pragma: no cover - rows then lack the split, as old rows may
-    breakdown = None
-
 PNG = b"\x89PNG\r\n\x1a\n"
-SETS = {"toy-load1": 1.0, "toy-load4": 4.0}
+SETS = ("toy-load1", "toy-load4")  # arrival loads 1.5x and 8x (runner.arrival_load)
+OPTIONS = {"cluster": "2x2", "latency": 50.0, "interval": 60.0, "restart_delay": 30.0,
+           "new_jobs": "one", "tiresias_threshold": "auto", "power": -1.0,
+           "observation_noise": 0.0}
+RHO = ("max_rho", "p99_rho", "unfair_frac", "jain_rho")
 
 
-def workload(tmp: Path, set_: str, seed: int) -> Workload:
+def workload(set_: str, seed: int) -> Workload:
     """3-4 toy jobs; the contended set packs them closer; the seed shifts arrivals."""
-    gap = 60.0 if SETS[set_] < 2 else 10.0
-    n = 3 if SETS[set_] < 2 else 4
+    light = set_ == "toy-load1"
+    gap, n = (60.0, 3) if light else (10.0, 4)
     jobs = [JobSpec(f"j{i}", gap * i + 7.0 * seed, "toy", 1 + i % 2, 32 * (1 + i % 3))
             for i in range(n)]
-    return Workload(set_, tmp / f"{set_}.csv", tuple(jobs))
+    return Workload(set_, None, tuple(jobs))
+
+
+def without_fairness(row: dict, blob: bytes) -> tuple[dict, bytes]:
+    """The cell as a run without fairness would file it: no fairness events,
+    no rho in the row."""
+    lines = gzip.decompress(blob).decode().splitlines(keepends=True)
+    kept = [ln for ln in lines if json.loads(ln)["kind"] != "fairness"]
+    again = summarize([json.loads(ln) for ln in kept])
+    assert all(again[k] is None for k in RHO)
+    return {**row, **{k: again[k] for k in RHO}}, gzip.compress("".join(kept).encode())
 
 
 def make_grid(out: Path, policies=("fixed", "dynamic", "pollux"), seeds=(0, 1),
-              sets=tuple(SETS), fairness: bool = True, tag: str = "10gbps",
-              bandwidth: float = 10.0) -> pl.DataFrame:
+              sets=SETS, fairness: bool = True, bandwidth: float = 10.0) -> pl.DataFrame:
+    """Run and file every (set, seed, policy) cell through the runner."""
+    profiles = {"toy": make_toy()}
     rows = []
-    settings = RunSettings(ClusterSpec.parse("2x2"), interval=60.0, restart_delay=30.0,
-                           show_progress=False, fairness=fairness)
     for set_ in sets:
         for seed in seeds:
+            ctx = CellContext(profiles, None, OPTIONS, {set_: workload(set_, seed)}, "test")
             for policy in policies:
-                key = f"{tag}__{set_}__{policy}__s{seed}"
-                run_dir = out / "tmp" / key
-                s = simulate_policy(workload(out, set_, seed), {"toy": make_toy()}, policy,
-                                    settings, run_dir)
-                raw = (run_dir / "events.jsonl").read_bytes()
-                (out / "logs").mkdir(parents=True, exist_ok=True)
-                (out / "logs" / f"{key}.jsonl.gz").write_bytes(gzip.compress(raw))
-                extra = (breakdown(list(read_events(run_dir / "events.jsonl"))) if breakdown
-                         else {"wait_mean": None, "run_mean": None, "modeled_frac": None})
-                rows.append({"key": key, "tag": tag, "bandwidth": bandwidth, "set": set_,
-                             "load": SETS[set_], **s, "policy": policy, "seed": seed, **extra,
-                             "log": f"logs/{key}.jsonl.gz"})
-    with open(out / "cells.jsonl", "w") as fh:
-        for r in rows:
-            fh.write(json.dumps(r) + "\n")
-    return pl.DataFrame(rows)
+                row, blob = run_cell(ctx, Cell(bandwidth, set_, policy, seed))
+                if not fairness:
+                    row, blob = without_fairness(row, blob)
+                file_result(out, row, blob)
+                rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
 
 
 @pytest.fixture(scope="module")
 def grid_dir(tmp_path_factory) -> tuple[Path, pl.DataFrame]:
     out = tmp_path_factory.mktemp("exp")
     return out, make_grid(out)
+
+
+@pytest.fixture(scope="module")
+def grid_report(grid_dir) -> tuple[Path, pl.DataFrame, pl.DataFrame, pl.DataFrame, str]:
+    """The grid's report, written once: (out, results, summary, goals, report text)."""
+    out, results = grid_dir
+    s = summary(results)
+    g = goals(s)
+    report = write_report(out, results, s, g)
+    assert report == out / "report.md"
+    return out, results, s, g, report.read_text()
 
 
 def check_figures(out: Path) -> None:
@@ -83,13 +95,8 @@ def check_figures(out: Path) -> None:
         assert png.stat().st_size > 1000 and png.read_bytes()[:8] == PNG, name
 
 
-def test_report_of_a_small_real_grid(grid_dir):
-    out, results = grid_dir
-    s = summary(results)
-    g = goals(s)
-    report = write_report(out, results, s, g)
-    assert report == out / "report.md"
-    text = report.read_text()
+def test_report_of_a_small_real_grid(grid_report):
+    out, _, s, g, text = grid_report
     assert text.startswith("# coadapt experiment report (SIMULATED)")
     assert "All numbers and figures in this report are SIMULATED" in text
     assert "| network | set | load | policy | seeds | mean JCT min [95% CI] |" in text
@@ -101,7 +108,8 @@ def test_report_of_a_small_real_grid(grid_dir):
     assert "## Goals" in text and g.height > 0
     assert (" met |" in text) or ("**missed**" in text)
     assert "cells: 12; simulated jobs: 42" in text
-    assert "held the true mean in" in text and "seeds" in text
+    assert "held the true mean in" in text
+    assert "over 2 seeds (the most common seed count of the cells)" in text
     for name in FIGURES.values():
         assert f"](figures/{name})" in text
     check_figures(out)
@@ -116,21 +124,58 @@ def test_example_defaults_to_pollux_on_the_most_contended_set(grid_dir):
     assert pick_example(results, {"policy": "fixed", "set": "nope"})["policy"] == "fixed"
 
 
-def test_logs_are_read_back_from_gzip(grid_dir):
+def test_cells_are_filed_as_the_runner_files_them(grid_dir):
+    out, results = grid_dir
+    filed = [json.loads(line) for line in (out / CELLS_FILE).read_text().splitlines()]
+    assert [r["key"] for r in filed] == results["key"].to_list()
+    assert results["simulated"].all() and (results["completed"] == results["jobs"]).all()
+    loads = dict(results.select("set", "load").unique().iter_rows())
+    assert loads["toy-load1"] < 2.0 <= loads["toy-load4"]  # light and contended
+
+
+def test_the_summary_table_carries_the_time_split_and_restarts(grid_report):
+    _, _, s, _, text = grid_report
+    split = ("wait_mean", "run_mean", "delay_mean", "restarts_mean", "modeled_frac")
+    assert set(split) <= set(s.columns)  # and so in summary.csv
+    assert all(s[c].null_count() == 0 for c in split)  # the runner's rows carry them
+    assert s["delay_mean"].min() > 0  # every job starts at least once
+    assert ("| vs dynamic [CI] | wait s | run s | of it start/restart s | restarts/job | "
+            "modeled |") in text
+    p = s.filter((pl.col("policy") == "pollux") & (pl.col("set") == "toy-load4")).row(0, named=True)
+    assert (f"| {p['wait_mean']:.1f} | {p['run_mean']:.1f} | {p['delay_mean']:.1f} | "
+            f"{p['restarts_mean']:.2f} | {p['modeled_frac']:.2f} |") in text
+
+
+def test_logs_are_read_back_from_gzip_with_read_events_rules(grid_dir, tmp_path, caplog):
     out, results = grid_dir
     events = read_log(out / results["log"][0])
     assert events[0]["kind"] == "header"
     assert any(e["kind"] == "complete" for e in events)
-    assert read_log(out / "logs" / "missing.jsonl.gz") is None
+    with caplog.at_level(logging.WARNING, logger="coadapt.experiment.report"):
+        assert read_log(out / "logs" / "missing.jsonl.gz") is None
+    assert "missing" in caplog.text
+    good = '{"t":0,"kind":"header","job":null,"schema":1}\n{"t":1,"kind":"submit","job":"a"}\n'
+    cut = tmp_path / "cut.jsonl.gz"  # crash mid-write: the unterminated last line is skipped
+    cut.write_bytes(gzip.compress((good + '{"t":2,"ki').encode()))
+    assert [e["kind"] for e in read_log(cut)] == ["header", "submit"]
+    for name, text in (("bad.jsonl.gz", good + "not json\n"),  # a terminated bad line
+                       ("nokind.jsonl.gz", good + '{"t":3}\n'),  # lacks 'kind'
+                       ("newer.jsonl.gz", good.replace('"schema":1', '"schema":99'))):
+        (tmp_path / name).write_bytes(gzip.compress(text.encode()))
+        assert read_log(tmp_path / name) is None, name
+    (tmp_path / "broken.jsonl.gz").write_bytes(gzip.compress(good.encode())[:-12])
+    assert read_log(tmp_path / "broken.jsonl.gz") is None  # truncated gzip stream
+    (tmp_path / "plain.jsonl").write_text(good)
+    assert len(read_log(tmp_path / "plain.jsonl")) == 2
 
 
 def test_one_policy_one_seed_no_fairness_and_a_missing_log(tmp_path):
     results = make_grid(tmp_path, policies=("pollux",), seeds=(0,), sets=("toy-load4",),
                         fairness=False)
     extra = make_grid(tmp_path, policies=("pollux",), seeds=(0,), sets=("toy-load1",),
-                      fairness=False, tag="1gbps", bandwidth=1.0)
+                      fairness=False, bandwidth=1.0)
     (tmp_path / extra["log"][0]).unlink()
-    results = pl.concat([results, extra])
+    results = pl.concat([results, extra], how="diagonal_relaxed")
     s = summary(results)
     report = write_report(tmp_path, results, s, goals(s))
     text = report.read_text()
@@ -147,6 +192,18 @@ def test_an_empty_grid_still_writes_a_report(tmp_path):
     report = write_report(tmp_path, results, s, goals(s))
     assert "(no cells)" in report.read_text()
     check_figures(tmp_path)
+
+
+def test_coverage_rests_on_the_named_sets_not_a_single_seed_csv_workload():
+    named = [{"tag": "10gbps", "bandwidth": 10.0, "set": "cpu-load4", "load": 4.0,
+              "policy": "pollux", "seed": s, "avg_jct": 100.0 + 10 * s} for s in range(1, 6)]
+    csv = [{**named[0], "set": "tiny", "load": 1.5}]  # a CSV workload: one seed
+    text = _coverage_sentence(summary(pl.DataFrame(named + csv)))
+    assert "one seed only" not in text
+    assert "over 5 seeds (the named workload sets' cells)" in text
+    assert "1 cell(s) ran fewer seeds (sets: tiny)" in text
+    only_csv = _coverage_sentence(summary(pl.DataFrame(csv)))
+    assert "one seed only (the most common seed count of the cells)" in only_csv
 
 
 def test_markdown_table_formats_nulls_and_escapes_pipes():

@@ -10,12 +10,18 @@ import polars as pl
 import pytest
 
 from coadapt.experiment.stats import (
+    ABLATION,
     ablation,
     bootstrap_ci,
     coverage_check,
     goals,
+    ordered_policies,
+    policy_order,
+    seed_basis,
     summary,
 )
+from coadapt.experiment.text import format_summary
+from coadapt.policies import PRIMARY, policy_names
 
 FIXED = [100.0, 110.0, 120.0, 130.0, 140.0]
 
@@ -134,6 +140,16 @@ def test_goals_on_a_contended_and_a_light_set():
     assert not light_goal["met"]
 
 
+def test_a_single_pair_gives_a_goal_no_interval_at_any_load():
+    for set_, load in (("cpu-load4", 4.0), ("cpu-load1", 1.0)):
+        df = pl.DataFrame([row("fixed", 0, 100.0, set_=set_, load=load),
+                           row("fixed", 1, 120.0, set_=set_, load=load),
+                           row("pollux", 0, 80.0, set_=set_, load=load)])
+        g = goals(summary(df))
+        assert g.height == 1 and g["value"][0] == pytest.approx(0.8), set_
+        assert g["value_lo"][0] is None and g["value_hi"][0] is None, set_
+
+
 def test_goals_need_pollux_and_the_baseline():
     assert goals(summary(grid({"fixed": 1.0, "dynamic": 0.7}))).height == 0
     only_fixed = goals(summary(grid({"fixed": 1.0, "pollux": 0.6})))
@@ -152,6 +168,40 @@ def test_ablation_compares_the_halves_with_pollux():
     assert r["pollux_vs_fixed"] == 0.5
     assert r["pollux_vs_dynamic"] == pytest.approx(0.5 / 0.8)
     assert ablation(summary(grid({"fixed": 1.0, "pollux": 0.5}))).height == 0
+
+
+def test_policy_order_comes_from_the_registry():
+    order = policy_order()
+    variants = policy_names(primary=False, variants=True)
+    assert sorted(order) == policy_names(variants=True)  # every registered policy, once
+    assert order[:2] == ["fixed", "dynamic"] and order[-1] == "pollux"
+    others = [p for p in PRIMARY if p not in ("fixed", "dynamic", "pollux")]
+    assert order[2:2 + len(others)] == sorted(others)
+    assert order[2 + len(others):-1] == variants
+    assert ordered_policies(["zeta", "pollux", "alpha", "fixed", "pollux"]) == \
+        ["fixed", "pollux", "alpha", "zeta"]  # unregistered names last, by name
+
+
+def test_the_ablation_names_registered_variants_of_pollux():
+    halves = [p for p in ABLATION if p != "pollux"]
+    assert "pollux" in ABLATION and "pollux" in PRIMARY
+    assert set(halves) <= set(policy_names(primary=False, variants=True))
+
+
+def test_tables_list_policies_in_the_registry_order():
+    s = summary(grid({p: 1.0 for p in reversed(policy_order())}))
+    assert s["policy"].to_list() == policy_order()
+    header = format_summary(s, goals(s)).splitlines()[1].split()
+    assert header[2:2 + len(policy_order())] == policy_order()
+
+
+def test_seed_basis_is_the_named_sets_or_the_most_common_count():
+    named = grid({"fixed": 1.0, "pollux": 0.5})  # cpu-load4 at 5 seeds
+    csv = pl.DataFrame([row("fixed", 0, 100.0, set_="tiny", load=1.5)])
+    assert seed_basis(summary(pl.concat([named, csv]))) == (5, "the named workload sets' cells")
+    other = pl.concat([grid({"fixed": 1.0}, set_="a"), grid({"fixed": 1.0}, set_="b"), csv])
+    assert seed_basis(summary(other))[0] == 5  # two sets of 5 seeds, one of 1
+    assert seed_basis(summary(pl.DataFrame()))[0] == 0
 
 
 def test_bootstrap_ci_edge_cases():

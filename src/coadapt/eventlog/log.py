@@ -4,13 +4,17 @@ Every stage writes the same format so that metrics are computed from the log
 alone: one JSON object per line with at least ``t`` (seconds since the start of
 the experiment), ``kind`` and ``job`` (``None`` for cluster-wide events). The
 first line is a ``header`` event carrying the schema version and run metadata.
+``read_events`` also reads a gzip'd log (a ``.gz`` path), as the experiment
+grid files them.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -97,12 +101,25 @@ class EventLog:
         self.close()
 
 
+def _read_lines(path: Path) -> list[str]:
+    """The file's lines; gzip'd when the name ends in ``.gz`` (a corrupt or
+    truncated gzip stream is a ``ValueError``, like a malformed line)."""
+    if path.suffix != ".gz":
+        with open(path, encoding="utf-8") as fh:
+            return fh.readlines()
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return fh.readlines()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path}: not a readable gzip'd event log ({exc})") from exc
+
+
 def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield events; a truncated last line (crash mid-write) is skipped, any
-    other malformed line raises ``ValueError`` naming file and line."""
+    """Yield events of a JSON Lines log, gzip'd if ``path`` ends in ``.gz``;
+    a truncated last line (crash mid-write) is skipped, any other malformed
+    line raises ``ValueError`` naming file and line."""
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.readlines()
+    lines = _read_lines(path)
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -29,6 +29,9 @@ DEFAULT_POLICIES = "fixed,dynamic,pollux,tiresias,optimus-oracle"
 
 def register(sub: argparse._SubParsersAction) -> None:
     from coadapt.engine.options import add_options
+    from coadapt.policies import policy_names
+
+    variants = ", ".join(policy_names(primary=False, variants=True))
 
     p = sub.add_parser("experiment", help="the scheduling study: policies x workload sets x "
                        "seeds (simulated), with CIs and a report", description=DESCRIPTION,
@@ -37,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "CSV paths; 'all' (default): every named set")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
                    help=f"comma list of policies (default {DEFAULT_POLICIES}); ablation "
-                   "variants: pollux-batch-only, pollux-workers-only")
+                   f"variants: {variants}")
     p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per named set (default 5)")
     p.add_argument("--profiles", default="profiles", help="profiles: DIR, cpu:DIR or adaptdl:DIR")
     p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",

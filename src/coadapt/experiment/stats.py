@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -23,11 +24,10 @@ from scipy import stats
 
 KEYS = ["tag", "set", "load", "policy"]
 BASELINES = ("fixed", "dynamic")
+# The ablation's definition: Pollux's two halves (registered variants, see
+# coadapt.policies.pollux) against the whole; column prefix per policy.
 ABLATION = {"pollux-batch-only": "batch_only", "pollux-workers-only": "workers_only",
             "pollux": "pollux"}
-# Baselines first, Pollux last: the order tables and figures read best in.
-POLICY_ORDER = ("fixed", "dynamic", "tiresias", "optimus", "optimus-oracle",
-                "pollux-batch-only", "pollux-workers-only", "pollux")
 N_RESAMPLES = 2000
 CONTENDED_LOAD = 2.0  # sets at or above this load are "contended" (goals)
 MEANS = {  # summary column <- results column (mean over seeds)
@@ -41,19 +41,57 @@ FLOATS = ("bandwidth", "load", "avg_jct", "p50_jct", "p99_jct", "makespan", "uti
           "wait_mean", "run_mean", "delay_mean", "modeled_frac", "jobs", "completed")
 
 
+def policy_order() -> list[str]:
+    """The registered policies in the order tables and figures read best in:
+    the baselines (fixed, dynamic), the other primary policies but Pollux
+    (alphabetically), the variants (Pollux's ablation halves), Pollux last."""
+    from coadapt.policies import PRIMARY, policy_names
+
+    head = [p for p in BASELINES if p in PRIMARY]
+    others = sorted(p for p in PRIMARY if p not in head and p != "pollux")
+    variants = policy_names(primary=False, variants=True)
+    return head + others + variants + (["pollux"] if "pollux" in PRIMARY else [])
+
+
+def _ranks() -> dict[str, int]:
+    return {p: i for i, p in enumerate(policy_order())}
+
+
 def policy_rank(name: str) -> int:
-    """Position of a policy in ``POLICY_ORDER`` (unknown ones after, by name)."""
-    return POLICY_ORDER.index(name) if name in POLICY_ORDER else len(POLICY_ORDER)
+    """Position of a policy in ``policy_order()`` (unregistered ones after)."""
+    ranks = _ranks()
+    return ranks.get(name, len(ranks))
 
 
 def ordered_policies(names: Iterable[str]) -> list[str]:
-    return sorted(set(names), key=lambda p: (policy_rank(p), p))
+    """``names`` once each, in ``policy_order()``; unregistered ones after, by name."""
+    ranks = _ranks()
+    return sorted(set(names), key=lambda p: (ranks.get(p, len(ranks)), p))
 
 
 def tag_bandwidth(tag: str) -> float | None:
     """Gbit/s from a tag like ``10gbps`` (for rows that lack ``bandwidth``)."""
     m = re.match(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)", tag or "")
     return float(m.group(1)) if m else None
+
+
+def ordered_tags(df: pl.DataFrame) -> list[str]:
+    """The network tags of ``df`` in numeric bandwidth order."""
+    if df.height == 0:
+        return []
+    bw = pl.col("bandwidth") if "bandwidth" in df.columns else pl.lit(None, dtype=pl.Float64)
+    t = df.group_by("tag").agg(bw.first().alias("bandwidth")).with_columns(
+        pl.coalesce(pl.col("bandwidth").cast(pl.Float64),
+                    pl.col("tag").map_elements(tag_bandwidth, return_dtype=pl.Float64)))
+    return t.sort(["bandwidth", "tag"], nulls_last=True)["tag"].to_list()
+
+
+def ordered_sets(df: pl.DataFrame) -> list[tuple[str, float | None]]:
+    """The (set, load) pairs of ``df`` in load order."""
+    if df.height == 0:
+        return []
+    s = df.group_by("set").agg(pl.col("load").first()).sort(["load", "set"], nulls_last=True)
+    return list(s.iter_rows())
 
 
 # ------------------------------------------------------------------ bootstrap
@@ -164,9 +202,10 @@ def _paired(df: pl.DataFrame, baseline: str) -> pl.DataFrame:
 
 def _sort(df: pl.DataFrame, *extra: str) -> pl.DataFrame:
     """By bandwidth (numerically), load, set, then policy (baselines first)."""
+    ranks = _ranks()
     ranked = df.with_columns(
-        pl.col("policy").map_elements(policy_rank, return_dtype=pl.Int64).alias("_rank")
-        if "policy" in df.columns else pl.lit(0).alias("_rank"))
+        pl.col("policy").replace_strict(ranks, default=len(ranks), return_dtype=pl.Int64)
+        .alias("_rank") if "policy" in df.columns else pl.lit(0).alias("_rank"))
     cols = [c for c in ("bandwidth", "tag", "load", "set", "_rank", "policy", *extra)
             if c in ranked.columns]
     return ranked.sort(cols, nulls_last=True).drop("_rank")
@@ -241,8 +280,26 @@ def goals(summary: pl.DataFrame) -> pl.DataFrame:
                     d["max_rho"], r["max_rho"])
         else:
             add(r, "pollux avg JCT / fixed (paired by seed) <= 1.0 (light load)", 1.0,
-                r["vs_fixed"], r["vs_fixed_lo"], r["vs_fixed_hi"])
+                r["vs_fixed"], r["vs_fixed_lo"], r["vs_fixed_hi"], r["vs_fixed_n"])
     return pl.DataFrame(rows, schema=GOAL_COLUMNS)
+
+
+def seed_basis(summary: pl.DataFrame) -> tuple[int, str]:
+    """The seed count the intervals rest on, and what it is: the fewest
+    seeds of a named workload set's cell (a CSV workload is one fixed draw
+    and runs one seed), or, without named sets, the most common count."""
+    from coadapt.workloads.sets import SETS
+
+    if summary.height == 0:
+        return 0, "no cells"
+    named = summary.filter(pl.col("set").is_in(list(SETS)))
+    if named.height:
+        return int(named["seeds"].min() or 0), "the named workload sets' cells"
+    counts = Counter(int(n) for n in summary["seeds"].drop_nulls())
+    if not counts:
+        return 0, "no cells"
+    n = max(counts, key=lambda k: (counts[k], -k))  # a tie: the fewer seeds
+    return n, "the most common seed count of the cells"
 
 
 def ablation(summary: pl.DataFrame) -> pl.DataFrame:

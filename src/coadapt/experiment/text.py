@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-PRIMARY = ("fixed", "dynamic", "tiresias", "optimus-oracle", "pollux")
+from coadapt.experiment.stats import ordered_policies
 
 
 def _minutes(v: float | None) -> str:
@@ -30,8 +30,7 @@ def format_summary(summary: pl.DataFrame, goals: pl.DataFrame) -> str:
     """Per network: mean JCT in minutes [95% CI] per set and policy, and
     pollux's paired ratios; then the goals."""
     out = []
-    policies = [p for p in PRIMARY if p in set(summary["policy"])]
-    policies += sorted(set(summary["policy"]) - set(policies))
+    policies = ordered_policies(summary["policy"].to_list())
     for tag in summary["tag"].unique(maintain_order=True):
         part = summary.filter(pl.col("tag") == tag)
         rows = []
