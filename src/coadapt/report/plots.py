@@ -24,16 +24,18 @@ def plot_runs(run_dirs: Sequence[Path], out: Path) -> list[Path]:
         policy = d.name
         jobs.append(job_table(events).with_columns(pl.lit(policy).alias("policy")))
         lines.append(timeline(events).with_columns(pl.lit(policy).alias("policy")))
+    all_lines = pl.concat(lines, how="diagonal_relaxed")
+    # Minutes for CPU-sized runs, hours for the Pollux study's day-long ones.
+    unit, scale = ("h", 3600.0) if all_lines["t"].max() >= 4 * 3600 else ("min", 60.0)
     jt = _columns(pl.concat(jobs, how="diagonal_relaxed").drop_nulls("jct").with_columns(
-        (pl.col("jct") / 3600).alias("jct_h")))
-    tl = _columns(pl.concat(lines, how="diagonal_relaxed").with_columns(
-        (pl.col("t") / 3600).alias("t_h")))
+        (pl.col("jct") / scale).alias("jct_h")))
+    tl = _columns(all_lines.with_columns((pl.col("t") / scale).alias("t_h")))
     sns.set_theme(style="whitegrid", context="paper")
     paths = []
 
     fig, ax = plt.subplots(figsize=(6, 4))
     sns.ecdfplot(data=jt, x="jct_h", hue="policy", ax=ax, log_scale=True)
-    ax.set(xlabel="job completion time (h, log scale)", ylabel="fraction of jobs",
+    ax.set(xlabel=f"job completion time ({unit}, log scale)", ylabel="fraction of jobs",
            title="JCT distribution (simulated)" if _simulated(run_dirs) else "JCT distribution")
     paths.append(_save(fig, out / "jct_cdf.png"))
 
@@ -52,7 +54,7 @@ def plot_runs(run_dirs: Sequence[Path], out: Path) -> list[Path]:
     axes[0].set(ylabel="cluster goodput")
     sns.lineplot(data=tl, x="t_h", y="used_slots", hue="policy", drawstyle="steps-post",
                  ax=axes[1], lw=0.8, legend=False)
-    axes[1].set(xlabel="time (h)", ylabel="slots in use")
+    axes[1].set(xlabel=f"time ({unit})", ylabel="slots in use")
     paths.append(_save(fig, out / "goodput_timeline.png"))
     return paths
 
