@@ -17,8 +17,8 @@ from coadapt.report.simlive import (
     compare_dirs,
     compare_policy,
     compare_runs,
-    format_comparison,
 )
+from coadapt.report.simlive_view import format_comparison
 
 Jobs = dict[str, tuple[float, float | None]]  # job -> (submit, complete or None if unfinished)
 

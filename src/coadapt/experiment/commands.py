@@ -132,8 +132,7 @@ def _plan(args: argparse.Namespace):
     from coadapt.experiment.runner import CellContext
     from coadapt.policies import REGISTRY
     from coadapt.profiling.sources import load_profiles
-    from coadapt.sim.commands import _costs
-    from coadapt.sim.costs import refine_profiles
+    from coadapt.sim.costs import refine_profiles, resolve_costs
     from coadapt.workloads import load_workload
     from coadapt.workloads.sets import SETS, make_workload
 
@@ -154,7 +153,7 @@ def _plan(args: argparse.Namespace):
     if not args.bandwidth:
         raise ValueError("--bandwidth: no network given; e.g. --bandwidth 1,10,100")
     profiles = load_profiles(args.profiles)
-    costs = _costs(args.live_costs, args.profiles)
+    costs = resolve_costs(args.live_costs, args.profiles)
     truth = refine_profiles(profiles, costs) if costs is not None else profiles
     fixed, workloads = {}, []
     for name in names:

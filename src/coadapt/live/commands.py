@@ -248,7 +248,8 @@ def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
     times in OUT/replay. The measured speeds are written to OUT/speed.json."""
     from coadapt.live.speed import observed_speed
     from coadapt.policies.replay import ReplayPolicy
-    from coadapt.report.simlive import compare_dirs, format_comparison, write_outputs
+    from coadapt.report.simlive import compare_dirs
+    from coadapt.report.simlive_view import format_comparison, write_outputs
     from coadapt.sim.costs import refine_profiles
     from coadapt.sim.run import simulate_policy
 

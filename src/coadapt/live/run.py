@@ -118,9 +118,8 @@ def _fairness(plan: LivePlan, elog: EventLog, events_path: Path, now: float,
     profiles, costs, s = plan.profiles, plan.costs, plan.settings
     assert profiles is not None
     truth = refine_profiles(profiles, costs) if costs is not None else profiles
-    grad = {a: JOB_TYPES[a].grad_bytes for a in truth if a in JOB_TYPES}
     append_fairness(elog, events_path, now, plan.workload, s, limits,
-                    lambda: ModeledBackend(truth, s.restart_delay, costs, None, grad),
+                    lambda: ModeledBackend(truth, s.restart_delay, costs),
                     lambda: make_policy(plan.policy, s.policy_config()))
 
 

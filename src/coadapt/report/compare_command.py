@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.report.simlive import CompareError, compare_dirs, format_comparison, write_outputs
+    from coadapt.report.simlive import CompareError, compare_dirs
+    from coadapt.report.simlive_view import format_comparison, write_outputs
 
     try:
         result = compare_dirs(args.sim, args.live)

@@ -2,9 +2,9 @@
 
 A simulated run and a live run write the same layout (``DIR/<policy>/events.jsonl``)
 and the same event kinds, so the comparison is a join of two sets of logs on
-(policy, job). Everything here except :func:`load_results`, :func:`write_outputs`
-and :func:`plot_comparison` works on event lists and frames, so it is tested
-without touching the disk.
+(policy, job). Everything here except :func:`load_results` works on event
+lists and frames, so it is tested without touching the disk; the files, the
+figure and the printed table are in :mod:`coadapt.report.simlive_view`.
 
 Errors are relative to live: ``(sim - live) / live``. Means, medians and makespans
 are taken over the *matched* jobs (finished on both sides), so both sides describe
@@ -14,7 +14,6 @@ dropped without a word.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -292,7 +291,7 @@ def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence
     for policy in common:
         res, rows = compare_policy(policy, sim[policy], live[policy])
         if res.unmatched:
-            log.warning("%s: %d job(s) not matched: %s", policy, res.unmatched, _unmatched(res))
+            log.warning("%s: %d job(s) not matched: %s", policy, res.unmatched, unmatched_names(res))
         results.append(res)
         frames.append(rows)
     return Comparison(sim_dir=str(sim_dir), live_dir=str(live_dir), policies=results,
@@ -332,90 +331,12 @@ def compare_dirs(sim_dir: str | Path, live_dir: str | Path) -> Comparison:
     return compare_runs(load_results(sim_dir), load_results(live_dir), str(sim_dir), str(live_dir))
 
 
-def write_outputs(result: Comparison, out: str | Path, plots: bool = True) -> list[Path]:
-    """``sim_vs_live.csv`` (per job), ``sim_vs_live_summary.csv`` (per policy),
-    ``sim_vs_live.json`` and, unless ``plots`` is false, ``sim_vs_live.png``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "sim_vs_live.csv", out / "sim_vs_live_summary.csv", out / "sim_vs_live.json"]
-    result.jobs.write_csv(paths[0])
-    pl.DataFrame(result.summary_rows(), infer_schema_length=None).write_csv(paths[1])
-    paths[2].write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    if plots:
-        try:
-            paths.append(plot_comparison(result, out / "sim_vs_live.png"))
-        except ImportError as exc:  # a figure is optional output, never a failure
-            log.warning("plot skipped: %s", exc)
-    return paths
+def _finite(d: dict[str, Any]) -> dict[str, Any]:
+    """NaN/inf become null so the JSON stays strict."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
-def plot_comparison(result: Comparison, path: Path) -> Path:
-    """Left: per-job JCT, live (x) against simulated (y), with y = x and a +-10%
-    band. Right: mean JCT per policy, live and simulated side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="paper")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
-    ok = result.jobs.filter(pl.col("status") == "matched").with_columns(
-        (pl.col("jct_live") / 60).alias("live_min"), (pl.col("jct_sim") / 60).alias("sim_min"))
-    if ok.height:
-        data = {c: ok[c].to_numpy() for c in ("policy", "live_min", "sim_min")}
-        sns.scatterplot(data=data, x="live_min", y="sim_min", hue="policy", ax=left, s=28,
-                        alpha=0.8)
-        lo = float(min(data["live_min"].min(), data["sim_min"].min()))
-        hi = float(max(data["live_min"].max(), data["sim_min"].max()))
-        log_axes = lo > 0 and hi / lo > 20
-        grid = np.geomspace(lo / 1.3, hi * 1.3, 100) if log_axes else np.linspace(0, hi * 1.05, 100)
-        left.fill_between(grid, grid * (1 - BAND), grid * (1 + BAND), color="grey", alpha=0.2,
-                          lw=0, label=f"±{BAND:.0%}")
-        left.plot(grid, grid, color="grey", lw=0.9, ls="--", label="y = x")
-        if log_axes:
-            left.set(xscale="log", yscale="log")
-        left.set(xlim=(grid[0], grid[-1]), ylim=(grid[0], grid[-1]))  # square: y = x at 45 degrees
-        left.legend(fontsize="small")
-    left.set(xlabel="live JCT (min)", ylabel=f"{SIM_LABEL} JCT (min)",
-             title="per-job JCT: simulated vs live")
-    bars = [(p.policy, side, v / 60) for p in result.policies
-            for side, v in ((LIVE_LABEL, p.mean_jct_live), (SIM_LABEL, p.mean_jct_sim))
-            if v is not None]
-    if bars:
-        sns.barplot(data={"policy": np.array([b[0] for b in bars]),
-                          "side": np.array([b[1] for b in bars]),
-                          "mean_jct_min": np.array([b[2] for b in bars])},
-                    x="policy", y="mean_jct_min", hue="side", hue_order=[LIVE_LABEL, SIM_LABEL],
-                    ax=right)
-        right.legend(title=None, fontsize="small")
-    right.set(xlabel="policy", ylabel="mean JCT (min, matched jobs)",
-              title="mean JCT per policy")
-    right.tick_params(axis="x", labelrotation=20)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-# ---------------------------------------------------------------- text
-
-
-HEADERS = ["policy", "jobs", "mean JCT live", f"mean JCT {SIM_LABEL}", "mean-JCT err",
-           "mean |err|", "median |err|", "bias", "makespan err"]
-
-
-def _pct(v: float | None, signed: bool = True) -> str:
-    if v is None:
-        return "-"
-    return f"{v:+.1%}" if signed else f"{v:.1%}"
-
-
-def _minutes(v: float | None) -> str:
-    return "-" if v is None else f"{v / 60:.2f}"
-
-
-def _unmatched(p: PolicyComparison) -> str:
+def unmatched_names(p: PolicyComparison) -> str:
     parts = []
     for label, names in (("missing in simulated", p.missing_sim), ("missing in live", p.missing_live),
                          ("unfinished in simulated", p.unfinished_sim),
@@ -423,39 +344,3 @@ def _unmatched(p: PolicyComparison) -> str:
         if names:
             parts.append(f"{label}: {' '.join(names)}")
     return "; ".join(parts)
-
-
-def format_comparison(result: Comparison) -> str:
-    """Fixed-width table (times in minutes, errors relative to live) plus the
-    ranking line and any unmatched jobs, for a terminal after ``make live``."""
-    cells = [list(HEADERS)]
-    for p in result.policies:
-        jobs = str(p.matched) if not p.unmatched else f"{p.matched}/{p.matched + p.unmatched}"
-        cells.append([p.policy, jobs, _minutes(p.mean_jct_live), _minutes(p.mean_jct_sim),
-                      _pct(p.mean_jct_err), _pct(p.mean_abs_err, signed=False),
-                      _pct(p.median_abs_err, signed=False), _pct(p.bias), _pct(p.makespan_err)])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(HEADERS))]
-    lines = [f"{SIM_LABEL}: {result.sim_dir}  vs  live: {result.live_dir}  "
-             "(JCT in minutes over matched jobs; errors = (sim - live) / live)"]
-    for i, row in enumerate(cells):
-        lines.append("  ".join(v.ljust(w) if j == 0 else v.rjust(w)
-                               for j, (v, w) in enumerate(zip(row, widths, strict=True))))
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    r = result.ranking
-    verdict = "same order" if r.same else "order differs"
-    tau = "" if r.kendall_tau is None else f", Kendall tau {r.kendall_tau:.2f}"
-    lines.append(f"ranking by mean JCT: live {' < '.join(r.live_order) or '-'}; "
-                 f"{SIM_LABEL} {' < '.join(r.sim_order) or '-'} ({verdict}{tau})")
-    for p in result.policies:
-        if p.unmatched:
-            lines.append(f"{p.policy}: {_unmatched(p)}")
-    if result.only_sim or result.only_live:
-        lines.append(f"not compared: only {SIM_LABEL}: {', '.join(result.only_sim) or '-'}; "
-                     f"only live: {', '.join(result.only_live) or '-'}")
-    return "\n".join(lines)
-
-
-def _finite(d: dict[str, Any]) -> dict[str, Any]:
-    """NaN/inf become null so the JSON stays strict."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

@@ -37,8 +37,7 @@ class ModeledBackend:
 
     def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
                  costs: LiveCosts | None = None,
-                 script: Mapping[str, list[tuple[float, int]]] | None = None,
-                 grad_bytes: Mapping[str, float] | None = None, *,
+                 script: Mapping[str, list[tuple[float, int]]] | None = None, *,
                  observation_noise: float = 0.0, seed: int = 0) -> None:
         self.profiles = profiles
         self.observation_noise = check_observation_noise(observation_noise)
@@ -46,7 +45,6 @@ class ModeledBackend:
         self.delay = restart_delay
         self.costs = costs
         self.script = script or {}  # recorded in-place batch changes (a replay)
-        self.grad_bytes = grad_bytes or {}
         self.truths: dict[str, ClusterTruth] = {}
         self.jobs: list[ModeledJob] = []
         self.ctx: EngineContext | None = None
@@ -59,8 +57,8 @@ class ModeledBackend:
         """The ground truth of one job type on this backend's cluster."""
         hit = self.truths.get(app)
         if hit is None:
-            hit = self.truths[app] = ClusterTruth(self.profiles[app], self.ctx.cluster.network,
-                                                  self.grad_bytes.get(app))
+            hit = self.truths[app] = ClusterTruth.of(app, self.profiles[app],
+                                                     self.ctx.cluster.network)
         return hit
 
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.profiling.sources import load_profiles
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
-    from coadapt.sim.costs import CostError
+    from coadapt.sim.costs import CostError, resolve_costs
     from coadapt.sim.run import simulate_policy
     from coadapt.workloads import WorkloadError, load_workload
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))
-        costs = _costs(args.live_costs, args.profiles)
+        costs = resolve_costs(args.live_costs, args.profiles)
         replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
                    for n in names} if args.replay else {}
         limits = declared_limits({j.application for j in workload.jobs}, profiles)
@@ -101,15 +101,3 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(f"results in {out}/\n")
     logging.getLogger(__name__).info("summaries: %s", json.dumps(summaries))
     return 0
-
-
-def _costs(spec: str, profiles: str):
-    """The measured live costs to charge, or None (see --live-costs)."""
-    from coadapt.sim.costs import COSTS_FILE, LiveCosts
-
-    if spec == "none":
-        return None
-    if spec == "auto":
-        path = Path(profiles.partition(":")[2] if ":" in profiles else profiles) / COSTS_FILE
-        return LiveCosts.load(path) if path.exists() else None
-    return LiveCosts.load(Path(spec))

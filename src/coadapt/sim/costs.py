@@ -194,3 +194,14 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
         out[app] = dataclasses.replace(prof, placements=merged, _cache={},
                                        source=f"{prof.source} + {costs.meta.get('source', '')}")
     return out
+
+
+def resolve_costs(spec: str, profiles: str) -> LiveCosts | None:
+    """The measured live costs to charge (``--live-costs``): ``none``; ``auto``,
+    the profile folder's ``live-costs.json`` when it exists; or a path."""
+    if spec == "none":
+        return None
+    if spec == "auto":
+        path = Path(profiles.partition(":")[2] if ":" in profiles else profiles) / COSTS_FILE
+        return LiveCosts.load(path) if path.exists() else None
+    return LiveCosts.load(Path(spec))

@@ -13,7 +13,6 @@ from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
 from coadapt.engine.run import RunSettings, write_results
 from coadapt.eventlog import EventLog
-from coadapt.jobs.registry import JOB_TYPES
 from coadapt.policies import Policy, make_policy
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.profiling.profile import AppProfile
@@ -56,9 +55,8 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
         def progress(done: int, total: int, now: float) -> None:
             bar.advance(1, f"simulated t={now / 3600:.1f} h")
 
-        grad = {a: JOB_TYPES[a].grad_bytes for a in apps if a in JOB_TYPES}
         backend = ModeledBackend(profiles, settings.restart_delay, costs,
-                                 replay.script if replay is not None else None, grad,
+                                 replay.script if replay is not None else None,
                                  observation_noise=settings.observation_noise,
                                  seed=settings.seed)
         engine = Engine(workload, limits, backend, policy,
@@ -69,8 +67,7 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
             if settings.fairness:
                 append_fairness(log, events_path, engine.env.now, workload, settings, limits,
                                 # exact reports: T_iso is a clean yardstick
-                                lambda: ModeledBackend(profiles, settings.restart_delay, costs,
-                                                       None, grad),
+                                lambda: ModeledBackend(profiles, settings.restart_delay, costs),
                                 lambda: make_policy(policy_name, settings.policy_config()))
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     bar.close()

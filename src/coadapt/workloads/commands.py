@@ -129,15 +129,14 @@ def run_sets(args: argparse.Namespace) -> int:
     from coadapt.engine.cluster import ClusterSpec, Network
     from coadapt.profiling.profile import ProfileError
     from coadapt.profiling.sources import load_profiles
-    from coadapt.sim.commands import _costs
-    from coadapt.sim.costs import refine_profiles
+    from coadapt.sim.costs import refine_profiles, resolve_costs
     from coadapt.workloads.generate import write_workload
     from coadapt.workloads.sets import SETS, make_workload
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
         profiles = load_profiles(args.profiles)
-        costs = _costs(args.live_costs, args.profiles)
+        costs = resolve_costs(args.live_costs, args.profiles)
         if costs is not None:
             profiles = refine_profiles(profiles, costs)
         made = [(ws, make_workload(ws, args.seed, profiles, cluster)) for ws in SETS.values()]
