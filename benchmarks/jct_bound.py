@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.engine.limits import declared_limits
-from coadapt.profiling.sources import load_profiles
+from coadapt.profiles.sources import load_profiles
 from coadapt.sim.costs import COSTS_FILE, LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.workloads.sets import SETS, make_workload

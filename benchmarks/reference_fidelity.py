@@ -38,11 +38,11 @@ _PROFILES = None
 def _run(task: tuple[str, str, str, str]) -> dict:
     global _PROFILES
     ref, wl_path, policy, out = task
-    from coadapt.engine.cluster import ClusterSpec
+    from coadapt.data.cluster import ClusterSpec
+    from coadapt.data.workload import load_workload
     from coadapt.engine.run import RunSettings
-    from coadapt.profiling.adaptdl import load_adaptdl
+    from coadapt.profiles.adaptdl import load_adaptdl
     from coadapt.sim.run import simulate_policy
-    from coadapt.workloads import load_workload
 
     if _PROFILES is None:
         _PROFILES = load_adaptdl(ref)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
 from coadapt.live.cores import CorePool, check_cluster
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from coadapt.cli import compare as compare_command
 from coadapt.eventlog import EventLog
-from coadapt.report import compare_command
 from coadapt.report.simlive import (
     CompareError,
     compare_dirs,

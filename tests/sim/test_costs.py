@@ -5,14 +5,14 @@ import json
 import pytest
 from toyprofile import make_toy, toy_step
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.run import RunSettings
 from coadapt.eventlog import read_events
 from coadapt.models.goodput import gain
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.sim.costs import CostError, LiveCosts, StepPoint, TypeCosts, refine_profiles
 from coadapt.sim.run import simulate_policy
-from coadapt.workloads.workload import JobSpec, Workload
 
 COSTS = LiveCosts({"toy": TypeCosts(start={1: 2.0, 2: 3.0}, restart={1: 4.0, 2: 5.0},
                                     eval={1: 0.5, 2: 0.25}, verify=1.5,

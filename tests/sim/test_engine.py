@@ -3,14 +3,14 @@ import json
 import pytest
 from toyprofile import make_toy, toy_step
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import DecisionError, Engine
 from coadapt.eventlog import EventLog, read_events
 from coadapt.models.goodput import gain
 from coadapt.policies import PolicyConfig, make_policy
 from coadapt.sim.backend import ModeledBackend
-from coadapt.workloads.workload import JobSpec, Workload
 
 
 def run(tmp_path, jobs, policy="fixed", cluster="2x4", profile=None):

@@ -12,21 +12,21 @@ import polars as pl
 import pytest
 
 from coadapt.cli import main
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import load_workload
 from coadapt.engine.limits import declared_limits
-from coadapt.engine.options import add_options, settings
 from coadapt.engine.run import RunSettings
 from coadapt.eventlog import read_events
 from coadapt.models.batching import step_with_accum
 from coadapt.policies import make_policy
-from coadapt.profiling.cpu_format import load_cpu_profiles, measured_spread
-from coadapt.profiling.profile import Spread
+from coadapt.profiles.cpu_format import load_cpu_profiles, measured_spread
+from coadapt.profiles.profile import Spread
+from coadapt.runs.options import add_options, settings
 from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts
 from coadapt.sim.isolation import isolated_jct
 from coadapt.sim.job import ReportNoise
 from coadapt.sim.run import simulate_policy
-from coadapt.workloads import load_workload
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 CPU_TYPES = ("mlp-mnist1d", "cnn-mnist1d", "lstm-text", "transformer-text")

@@ -4,11 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import Workload, load_workload
 from coadapt.engine.run import RunSettings
 from coadapt.sim.run import simulate_policy
-from coadapt.workloads import load_workload
-from coadapt.workloads.workload import Workload
 
 SETTINGS = RunSettings(ClusterSpec.parse("16x4"), show_progress=False, fairness=False)
 

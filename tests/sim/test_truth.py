@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 from toyprofile import make_toy, toy_step
 
-from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.models.goodput import fit_perf_params, step_time
 from coadapt.sim.truth import EXTRAPOLATED, MEASURED, NETWORK, ClusterTruth
 

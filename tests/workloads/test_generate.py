@@ -4,9 +4,9 @@ import numpy as np
 from toyprofile import make_toy
 
 from coadapt.cli import main
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import load_workload
 from coadapt.sim.truth import ClusterTruth
-from coadapt.workloads import load_workload
 from coadapt.workloads.generate import (
     ADAPTDL_CLASSES,
     configurations,

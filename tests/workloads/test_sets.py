@@ -11,16 +11,15 @@ import pytest
 from toyprofile import make_toy
 
 from coadapt.cli import main
-from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec, Network
+from coadapt.data.workload import TRACES_DIR, Workload, load_workload
 from coadapt.engine.limits import declared_limits
-from coadapt.engine.options import tiresias_threshold
-from coadapt.profiling.cpu_format import load_cpu_profiles
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.cpu_format import load_cpu_profiles
+from coadapt.profiles.profile import AppProfile
+from coadapt.runs.options import tiresias_threshold
 from coadapt.sim.truth import ClusterTruth
-from coadapt.workloads import load_workload
 from coadapt.workloads.generate import configurations, estimated_jct
 from coadapt.workloads.sets import SETS, WorkloadSet, get_set, make_workload
-from coadapt.workloads.workload import TRACES_DIR, Workload
 
 SHIPPED = Path(__file__).resolve().parents[2] / "profiles"
 CLUSTER = ClusterSpec.parse("8x2")  # the shipped traces' cluster, 10 Gbit/s
@@ -190,7 +189,7 @@ def test_cli_sets_reports_a_bad_cluster(tmp_path, capsys):
 
 
 def test_settings_uses_truth_for_auto_threshold(cpu):
-    from coadapt.engine.options import settings
+    from coadapt.runs.options import settings
 
     wl = make_workload("cpu-user", 1, cpu, CLUSTER)
     limits = declared_limits(cpu)

@@ -1,6 +1,6 @@
 import pytest
 
-from coadapt.workloads import WorkloadError, load_workload
+from coadapt.data.workload import WorkloadError, load_workload
 
 
 def write(tmp_path, text):

@@ -3,7 +3,7 @@
 A scheduler knows what a job declares (M0, batch and micro-batch bounds,
 replica cap), never what a profile measured. For the CPU job types that is the
 job registry; the Pollux paper's imported GPU traces have no registry entry
-and carry the reference simulator's declarations (``profiling.adaptdl``).
+and carry the reference simulator's declarations (``profiles.adaptdl``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.models.batching import JobLimits
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 
 
 def declared_limits(apps: Iterable[str],

@@ -17,12 +17,12 @@ from typing import Any
 
 import simpy
 
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.backend import Backend, JobHandle
-from coadapt.engine.cluster import ClusterSpec
 from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits
 from coadapt.policies.base import Assignment, Decision, Policy, Snapshot
-from coadapt.workloads.workload import JobSpec, Workload
 
 
 class DecisionError(RuntimeError):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
 from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies.base import PolicyConfig

@@ -17,7 +17,7 @@ from typing import Any
 
 # Source folders whose code decides a cell's numbers: a change in any of them
 # makes earlier rows stale for ``--resume``.
-RESULT_CODE = ("engine", "sim", "policies", "models", "workloads", "metrics", "profiling",
+RESULT_CODE = ("engine", "sim", "policies", "models", "workloads", "metrics", "profiles",
                "jobs/registry.py", "jobs/types.py", "eventlog", "experiment/runner.py",
                "experiment/grid.py")
 

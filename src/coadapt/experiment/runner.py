@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec, Network
+from coadapt.data.workload import Workload
 from coadapt.experiment.grid import Cell, describe
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
-from coadapt.workloads.workload import Workload
 
 log = logging.getLogger(__name__)
 CELLS_FILE = "cells.jsonl"
@@ -81,9 +81,9 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     import argparse
 
     from coadapt.engine.limits import declared_limits
-    from coadapt.engine.options import settings as run_settings
     from coadapt.eventlog import read_events
     from coadapt.metrics.breakdown import breakdown
+    from coadapt.runs.options import settings as run_settings
     from coadapt.sim.run import simulate_policy
 
     opts = dict(ctx.options)

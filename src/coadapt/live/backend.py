@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec
 from coadapt.engine.backend import EngineContext
-from coadapt.engine.cluster import ClusterSpec
 from coadapt.engine.record import JobRecord
 from coadapt.live.cores import CorePool
 from coadapt.live.job import LiveJob
 from coadapt.live.status import StatusTable
 from coadapt.models.batching import JobLimits
-from coadapt.workloads.workload import JobSpec
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ reported as ``file:line: field ...``.
 
 from __future__ import annotations
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import Workload, WorkloadError
 from coadapt.jobs.registry import JOB_TYPES
-from coadapt.workloads.workload import Workload, WorkloadError
 
 
 def check_live_workload(workload: Workload, cluster: ClusterSpec) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
 
 
 def usable_cores() -> list[int]:

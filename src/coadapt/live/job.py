@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coadapt.engine.record import JobRecord
+from coadapt.eventlog.tail import EventTail
 from coadapt.jobs.checkpoint import CKPT_FILE
 from coadapt.jobs.group import Group, GroupResult, RunConfig
-from coadapt.live.tail import EventTail
 from coadapt.models.batching import step_with_accum
 from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment

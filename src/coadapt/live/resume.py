@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coadapt.data.workload import Workload
 from coadapt.engine.record import JobRecord
 from coadapt.eventlog import read_events
 from coadapt.live.job import LiveJob
 from coadapt.models.batching import JobLimits
-from coadapt.workloads.workload import Workload
 
 
 class ResumeError(ValueError):

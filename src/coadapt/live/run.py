@@ -24,24 +24,24 @@ from typing import Any
 import simpy.rt
 from threadpoolctl import threadpool_limits
 
+from coadapt.data.workload import Workload
 from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
 from coadapt.engine.run import RunSettings, write_results
 from coadapt.eventlog import EventLog
 from coadapt.jobs.registry import JOB_TYPES
+from coadapt.jobs.warm import warm_caches
 from coadapt.live.backend import LiveBackend, LiveSettings, RunInterrupted
-from coadapt.live.calibrate import warm_caches
 from coadapt.live.checks import check_live_workload
 from coadapt.live.cores import usable_cores
 from coadapt.live.resume import ResumeState, restore_jobs
 from coadapt.live.status import StatusTable
 from coadapt.models.batching import JobLimits
 from coadapt.policies import make_policy
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.sim.isolation import append_fairness
-from coadapt.workloads.workload import Workload
 
 log = logging.getLogger(__name__)
 

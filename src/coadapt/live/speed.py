@@ -20,7 +20,7 @@ from pathlib import Path
 
 from coadapt.eventlog import read_events
 from coadapt.models.batching import step_with_accum
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 
 WARMUP = 3
 

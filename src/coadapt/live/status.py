@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from coadapt.report.progress import format_seconds
+from coadapt.ui.progress import format_seconds
 
 COLUMNS = ("job", "state", "workers", "batch", "progress", "metric", "ETA")
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
+from coadapt.data.workload import JobSpec
 from coadapt.engine.backend import EngineContext
 from coadapt.engine.record import JobRecord
 from coadapt.engine.run import check_observation_noise
 from coadapt.models.batching import JobLimits
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
 from coadapt.sim.job import ModeledJob, ReportNoise
 from coadapt.sim.truth import ClusterTruth
-from coadapt.workloads.workload import JobSpec
 
 
 class ModeledBackend:

@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 
 COSTS_FILE = "live-costs.json"
 FORMAT = "coadapt-live-costs"

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.loop import Engine
 from coadapt.engine.run import RunSettings
 from coadapt.eventlog import EventLog, read_events
@@ -31,7 +32,6 @@ from coadapt.metrics import job_table
 from coadapt.models.batching import JobLimits
 from coadapt.policies import Policy
 from coadapt.policies.estimates import packed_placement
-from coadapt.workloads.workload import JobSpec, Workload
 
 Backend = Callable[[], Any]  # a fresh modeled backend per isolated run
 

@@ -21,7 +21,7 @@ from coadapt.engine.record import JobRecord
 from coadapt.models.batching import step_with_accum
 from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment, Oracle
-from coadapt.profiling.profile import AppProfile, Spread
+from coadapt.profiles.profile import AppProfile, Spread
 from coadapt.sim.truth import ClusterTruth
 
 if TYPE_CHECKING:

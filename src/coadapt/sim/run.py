@@ -9,18 +9,18 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from coadapt.data.workload import Workload
 from coadapt.engine.limits import declared_limits
 from coadapt.engine.loop import Engine
 from coadapt.engine.run import RunSettings, write_results
 from coadapt.eventlog import EventLog
 from coadapt.policies import Policy, make_policy
 from coadapt.policies.replay import ReplayPolicy
-from coadapt.profiling.profile import AppProfile
-from coadapt.report.progress import ProgressBar
+from coadapt.profiles.profile import AppProfile
 from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.sim.isolation import append_fairness
-from coadapt.workloads.workload import Workload
+from coadapt.ui.progress import ProgressBar
 
 
 def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], policy_name: str,

@@ -17,9 +17,9 @@ the policy never sees the network's bandwidth, only steps it ran.
 
 from __future__ import annotations
 
-from coadapt.engine.cluster import Network
+from coadapt.data.cluster import Network
 from coadapt.jobs.registry import JOB_TYPES
-from coadapt.profiling.profile import AppProfile, normalize_placement
+from coadapt.profiles.profile import AppProfile, normalize_placement
 
 MEASURED, NETWORK, EXTRAPOLATED = "measured", "network", "extrapolated"
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from coadapt.engine.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.models.batching import JobLimits, split_batch, step_with_accum
 from coadapt.policies.estimates import packed_placement
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 from coadapt.sim.truth import ClusterTruth
 
 CLASSES = ("small", "medium", "large", "xlarge")

@@ -22,11 +22,11 @@ from types import MappingProxyType
 
 import numpy as np
 
-from coadapt.engine.cluster import ClusterSpec
+from coadapt.data.cluster import ClusterSpec
+from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.limits import declared_limits
-from coadapt.profiling.profile import AppProfile
+from coadapt.profiles.profile import AppProfile
 from coadapt.workloads.generate import generate, parametric_arrivals
-from coadapt.workloads.workload import JobSpec, Workload
 
 # philly-small, the reference every set's load is relative to.
 BASE_JOBS = 30

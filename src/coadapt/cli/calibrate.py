@@ -1,0 +1,89 @@
+"""``coadapt calibrate``: measure what live jobs pay besides their profiled steps."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+CALIBRATE_HELP = """\
+Measure what a live job pays besides its steady training steps, per job type,
+with real worker groups pinned to cores: first start, restart (stop, checkpoint,
+relaunch, resume), each validation with its checkpoint, the fresh-process
+verification, and the step-time slowdown next to another job on the same node.
+Writes OUT (default PROFILES/live-costs.json), which 'coadapt simulate' and the
+comparison after 'coadapt live' charge instead of one fixed restart delay.
+Takes about 6 minutes for the four job types on an idle 2-core machine.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure live start/restart/validation/verify costs",
+                       description=CALIBRATE_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profiles", default="profiles",
+                   help="profiles folder (step times pace the validations; default profiles)")
+    p.add_argument("--types", default=None,
+                   help="comma list of job types (default: all in the job registry)")
+    p.add_argument("--out", default=None, help="output file (default PROFILES/live-costs.json)")
+    p.add_argument("--phase", type=float, default=6.0,
+                   help="seconds of training per phase (default 6)")
+    p.add_argument("--pair", type=float, default=10.0,
+                   help="seconds side by side per pair of job types (default 10)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import itertools
+
+    from coadapt.jobs.registry import JOB_TYPES
+    from coadapt.live.cores import usable_cores
+    from coadapt.measure.calibrate import CalibrationSettings, calibrate
+    from coadapt.profiles.profile import ProfileError
+    from coadapt.profiles.sources import load_profiles
+    from coadapt.sim.costs import COSTS_FILE
+    from coadapt.ui.progress import ProgressBar
+
+    apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
+    unknown = [a for a in apps if a not in JOB_TYPES]
+    if unknown:
+        return _fail(f"--types: unknown job type {', '.join(unknown)}; "
+                     f"known: {', '.join(sorted(JOB_TYPES))}")
+    if args.phase <= 0 or args.pair <= 0:
+        return _fail("--phase and --pair must be > 0 seconds")
+    cores = usable_cores()
+    if len(cores) < 2:
+        return _fail(f"calibration needs 2 cores (1 and 2 workers, pairs); this machine has "
+                     f"{len(cores)} usable")
+    steps = {}
+    try:
+        profiles = load_profiles(args.profiles) if Path(args.profiles).exists() else {}
+    except ProfileError as exc:
+        return _fail(str(exc))
+    for app in apps:
+        if app in profiles:
+            p = profiles[app]
+            steps[app] = p.throughput((1,), p.init_batch_size)[0]
+    s = CalibrationSettings(phase_s=args.phase, pair_s=args.pair, cores=(cores[0], cores[1]))
+    out = Path(args.out) if args.out else Path(args.profiles) / COSTS_FILE
+    pairs = sum(1 if a == b else 2 for a, b in itertools.combinations_with_replacement(apps, 2))
+    bar = ProgressBar(total=len(apps) * (len(s.cycle) + 2) + 2 * len(apps) + pairs,
+                      label="calibrate", unit="phases")
+    costs = calibrate(apps, out, s, steps, tick=lambda note: bar.advance(1, note))
+    bar.close()
+    for app, c in sorted(costs.types.items()):
+        sys.stdout.write(
+            f"{app:18s} start {_fmt(c.start)}  restart {_fmt(c.restart)}  eval {_fmt(c.eval)}  "
+            f"verify {c.verify:.2f} s  colocation "
+            + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
+    sys.stdout.write(f"wrote {out}\n")
+    return 0
+
+
+def _fmt(table: dict[int, float]) -> str:
+    return "/".join(f"K{k} {v:.2f}s" for k, v in sorted(table.items()))
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"coadapt calibrate: error: {message}\n")
+    return 2

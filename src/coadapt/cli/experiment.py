@@ -1,0 +1,231 @@
+"""``coadapt experiment``: the scheduling study as one command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = """\
+Run the scheduling study: every policy on every workload set for several seeds
+(and, with --bandwidth 1,10,100, for several networks between the simulated
+nodes), in parallel; every number is SIMULATED. A named set (see 'coadapt
+workload sets') is generated for each seed, its requests tuned at the step
+times the simulator charges; a CSV workload runs once (once per seed with
+--observation-noise, whose draws the seed decides).
+
+Writes OUT/cells.jsonl (one row per finished cell, appended as it finishes),
+OUT/logs/<cell>.jsonl.gz (each cell's event log), OUT/results.{parquet,csv}
+(the tidy table), OUT/summary.csv (mean over seeds with bootstrap 95% CIs, and
+ratios to fixed and dynamic paired by seed), OUT/goals.csv and OUT/report.md
+with figures in OUT/figures/. Ctrl-C stops at once; --resume reruns only the
+cells that did not finish (and those whose settings or code changed).
+"""
+
+DEFAULT_POLICIES = "fixed,dynamic,pollux,tiresias,optimus-oracle"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.policies import policy_names
+    from coadapt.runs.options import add_options
+
+    variants = ", ".join(policy_names(primary=False, variants=True))
+
+    p = sub.add_parser("experiment", help="the scheduling study: policies x workload sets x "
+                       "seeds (simulated), with CIs and a report", description=DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workloads", default="all", help="comma list of workload set names or "
+                   "CSV paths; 'all' (default): every named set")
+    p.add_argument("--policies", default=DEFAULT_POLICIES,
+                   help=f"comma list of policies (default {DEFAULT_POLICIES}); ablation "
+                   f"variants: {variants}")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per named set (default 5)")
+    p.add_argument("--profiles", default="profiles", help="profiles: DIR, cpu:DIR or adaptdl:DIR")
+    p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
+                   help="charge the live costs measured by 'coadapt calibrate' (default: "
+                   "PROFILES/live-costs.json when it exists)")
+    add_options(p, multi_bandwidth=True, seed=False)
+    p.add_argument("--jobs", type=int, default=None,
+                   help="cells run at once (default: the machine's cores)")
+    p.add_argument("--ray", metavar="ADDRESS|local", default=None,
+                   help="run cells as Ray tasks on that cluster, or on a private local one "
+                   "(needs the optional extra: pip install 'coadapt[ray]')")
+    p.add_argument("--out", default="out/experiment", help="output folder (default "
+                   "out/experiment)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the finished cells in OUT that match these settings, run the rest")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    sys.stderr.write(f"coadapt experiment: error: {message}\n")
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from coadapt.experiment.grid import build_grid, unique
+    from coadapt.experiment.ray_pool import RayUnavailable
+    from coadapt.experiment.runner import CELLS_FILE, finished, run_grid
+    from coadapt.ui.progress import ProgressBar
+
+    try:
+        plan = _plan(args)
+    except (ValueError, KeyError, OSError) as exc:
+        return _fail(str(exc).strip("'\""))
+    ctx, workloads, policies, seeds, bandwidths = plan
+    out = Path(args.out)
+    if (out / CELLS_FILE).exists() and not args.resume:
+        return _fail(f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
+                     "them, or choose another --out")
+    noisy = bool(ctx.options.get("observation_noise"))  # then the seed draws the noise
+    cells = build_grid(bandwidths, workloads, unique(policies), seeds,
+                       {w: noisy or w not in ctx.workloads for w in workloads})
+    done = finished(out, ctx.fingerprint) if args.resume else {}
+    todo = [c for c in cells if c.key not in done]
+    out.mkdir(parents=True, exist_ok=True)
+    _write_plan(out, args, ctx.fingerprint, len(cells))
+    jobs = args.jobs or os.cpu_count() or 1
+    sys.stderr.write(f"experiment: {len(cells)} cells ({len(done)} already done), "
+                     f"{len(workloads)} workloads x {len(policies)} policies x {len(seeds)} seeds"
+                     f"{' (CSV workloads: 1)' if ctx.workloads else ''}"
+                     f" x {len(bandwidths)} networks; {jobs} at a time"
+                     f"{' on Ray ' + args.ray if args.ray else ''}\n")
+    bar = ProgressBar(total=len(todo), items=len(todo), label="experiment", unit="cells",
+                      min_interval=10.0, enabled=not args.no_progress and bool(todo))
+
+    def progress(cell, ok: bool) -> None:
+        bar.advance(1, f"{cell.key}{'' if ok else ' FAILED'}")
+
+    try:
+        outcome = run_grid(todo, ctx, out, jobs=jobs, ray_address=args.ray, on_done=progress)
+    except RayUnavailable as exc:
+        return _fail(str(exc))
+    finally:
+        bar.close()
+    if outcome.interrupted:
+        sys.stderr.write(f"experiment: interrupted; {len(outcome.rows)} cells filed this run. "
+                         f"Continue with: coadapt experiment ... --out {out} --resume\n")
+        return 130
+    rows = [done[c.key] if c.key in done else None for c in cells]
+    new = {r["key"]: r for r in outcome.rows}
+    rows = [r if r is not None else new.get(c.key) for r, c in zip(rows, cells, strict=True)]
+    _finish(out, [r for r in rows if r is not None])
+    if outcome.failed:
+        for key, err in outcome.failed:
+            sys.stderr.write(f"experiment: cell {key} failed: {err}\n")
+        return _fail(f"{len(outcome.failed)} cells failed (tracebacks above, run with -v for "
+                     "more); fix the cause and rerun with --resume", code=1)
+    return 0
+
+
+def _plan(args: argparse.Namespace):
+    """Validate every option once, in the driver, and load what the cells share."""
+    from coadapt.data.cluster import ClusterSpec, Network
+    from coadapt.data.workload import load_workload
+    from coadapt.engine.limits import declared_limits
+    from coadapt.experiment.grid import code_digest, fingerprint, unique
+    from coadapt.experiment.runner import CellContext
+    from coadapt.policies import REGISTRY
+    from coadapt.profiles.sources import load_profiles
+    from coadapt.runs.options import settings as run_settings
+    from coadapt.sim.costs import refine_profiles, resolve_costs
+    from coadapt.workloads.sets import SETS, make_workload
+
+    if args.seeds < 1:
+        raise ValueError("--seeds must be >= 1")
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError("--jobs must be >= 1")
+    policies = unique(p.strip() for p in args.policies.split(",") if p.strip())
+    unknown = [p for p in policies if p not in REGISTRY]
+    if unknown or not policies:
+        raise ValueError(f"--policies: unknown policy {', '.join(unknown) or '(none)'}; known: "
+                         f"{', '.join(sorted(REGISTRY))}")
+    names = list(SETS) if args.workloads == "all" else unique(
+        w.strip() for w in args.workloads.split(",") if w.strip())
+    if not names:
+        raise ValueError("--workloads: no workload given; name sets (see 'coadapt workload "
+                         "sets') or CSV paths, or 'all'")
+    if not args.bandwidth:
+        raise ValueError("--bandwidth: no network given; e.g. --bandwidth 1,10,100")
+    profiles = load_profiles(args.profiles)
+    costs = resolve_costs(args.live_costs, args.profiles)
+    truth = refine_profiles(profiles, costs) if costs is not None else profiles
+    fixed, workloads = {}, []
+    for name in names:
+        if name in SETS:
+            workloads.append(name)
+            continue
+        wl = load_workload(name, set(profiles))  # a CSV: loaded here, shipped to every cell
+        if wl.name in SETS or wl.name in fixed:
+            raise ValueError(f"--workloads: {name}: its name {wl.name!r} is already taken by "
+                             f"{'a named set' if wl.name in SETS else 'another CSV'}; rename "
+                             "the file")
+        fixed[wl.name] = wl
+        workloads.append(wl.name)
+    options = {k: getattr(args, k) for k in ("cluster", "latency", "interval", "restart_delay",
+                                             "new_jobs", "tiresias_threshold", "power",
+                                             "observation_noise")}
+    for bw in args.bandwidth:  # every option fails here, once, not in every cell
+        cluster = ClusterSpec.parse(args.cluster, Network(bw, args.latency))
+        sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, truth, cluster)
+        limits = declared_limits({j.application for j in sample.jobs}, profiles)
+        run_settings(argparse.Namespace(**options, bandwidth=bw, seed=1), sample, profiles,
+                     limits, costs, show_progress=False)
+    root = Path(__file__).resolve().parents[1]
+    fp = fingerprint({
+        "options": options, "profiles": {a: p.source for a, p in sorted(profiles.items())},
+        "profile_files": _profile_stamp(args.profiles), "costs": costs.meta if costs else None,
+        "code": code_digest(root),
+        "csv": {n: [(j.name, j.submit_time, j.application, j.num_replicas, j.batch_size)
+                    for j in w.jobs] for n, w in sorted(fixed.items())}})
+    ctx = CellContext(profiles, costs, options, fixed, fp, truth)
+    seeds = list(range(1, args.seeds + 1))
+    return ctx, workloads, policies, seeds, sorted(set(args.bandwidth))
+
+
+def _profile_stamp(spec: str) -> str:
+    """Content hash of the profile folder's files, so a re-profile or a new
+    calibration invalidates earlier rows."""
+    import hashlib
+
+    path = Path(spec.partition(":")[2] if ":" in spec else spec)
+    h = hashlib.sha256()
+    for f in sorted(path.rglob("*")):
+        if f.is_file() and f.suffix in (".json", ".csv"):
+            h.update(str(f.relative_to(path)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _write_plan(out: Path, args: argparse.Namespace, fp: str, cells: int) -> None:
+    from coadapt.jobs.checkpoint import atomic_write_bytes
+
+    plan: dict[str, Any] = {k: v for k, v in vars(args).items() if k != "func"}
+    plan.update(fingerprint=fp, cells=cells, simulated=True)
+    atomic_write_bytes(out / "experiment.json",
+                       (json.dumps(plan, indent=2, default=str) + "\n").encode())
+
+
+def _finish(out: Path, rows: list[dict[str, Any]]) -> None:
+    """The tidy table, summary, goals and report from the filed rows."""
+    import polars as pl
+
+    from coadapt.experiment.report import write_report
+    from coadapt.experiment.stats import goals, summary
+    from coadapt.experiment.text import format_summary
+
+    results = pl.DataFrame(rows, infer_schema_length=None)
+    results.write_parquet(out / "results.parquet")
+    results.write_csv(out / "results.csv")
+    summ = summary(results)
+    summ.write_csv(out / "summary.csv")
+    gl = goals(summ)
+    gl.write_csv(out / "goals.csv")
+    report = write_report(out, results, summ, gl)
+    sys.stdout.write(format_summary(summ, gl) + "\n")
+    sys.stdout.write(f"results in {out}/ (report: {report})\n")

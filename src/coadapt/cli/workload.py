@@ -1,0 +1,157 @@
+"""``coadapt workload generate``: make a workload file; ``coadapt workload sets``:
+write the named CPU workload sets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DESCRIPTION = """\
+Generate a workload CSV the way the Pollux study did: arrivals over a daytime
+window, a job type per size class (by GPU-time: small < 1 h, medium < 10 h,
+large < 100 h, xlarge), and a hand-tuned (replicas, batch) request drawn from the
+configurations with JCT < 12 h and scaling efficiency in (0.5, 0.8) on the
+cluster. With --philly the arrivals and classes are sampled from the Philly
+trace; without it, from a seeded parametric model (--window, --mix).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    wl = sub.add_parser("workload", help="generate workload files",
+                        description="Workload files (name,time,application,num_replicas,"
+                        "batch_size).")
+    wsub = wl.add_subparsers(dest="workload_command", required=True,
+                             metavar="{generate,sets}")
+    g = wsub.add_parser("generate", help="sample a workload", description=DESCRIPTION,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--profiles", default="profiles",
+                   help="profiles (DIR, cpu:DIR or adaptdl:DIR) giving the job types")
+    g.add_argument("--jobs", type=int, default=160, help="number of jobs (default 160)")
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--philly", help="path to the Philly trace CSV (philly.csv)")
+    g.add_argument("--window", type=float, default=8.0,
+                   help="arrival window in hours without --philly (default 8)")
+    g.add_argument("--mix", default="small=0.78,medium=0.15,large=0.05,xlarge=0.02",
+                   help="size-class fractions without --philly")
+    g.add_argument("--classes", default=None,
+                   help="job types per class, e.g. 'small=a,b;medium=c;large=d;xlarge=e' "
+                   "(default: the Pollux study's for adaptdl profiles)")
+    g.add_argument("--cluster", default="16x4", help="cluster the requests are tuned for")
+    _network_options(g)
+    g.add_argument("--out", required=True, help="output CSV path")
+    g.set_defaults(func=run)
+
+    s = wsub.add_parser("sets", help="write the named CPU workload sets",
+                        description=SETS_DESCRIPTION,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--out", default="traces", help="directory for NAME.csv (default traces)")
+    s.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    s.add_argument("--cluster", default="8x2",
+                   help="cluster the requests are tuned for (default 8x2)")
+    _network_options(s)
+    s.add_argument("--profiles", default="profiles",
+                   help="CPU profiles giving the job types (default profiles)")
+    s.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
+                   help="price requests at the step times the simulator charges with the live "
+                   "costs measured by 'coadapt calibrate' (default: PROFILES/live-costs.json "
+                   "when it exists), as 'coadapt simulate' and 'experiment' do")
+    s.set_defaults(func=run_sets)
+
+
+SETS_DESCRIPTION = """\
+Write every named CPU workload set (coadapt.workloads.sets) to OUT/NAME.csv:
+philly-small's recipe (30 jobs in 30 min, small/medium/large = 60/25/15 %) at
+1x-8x its arrival rate (cpu-load1..8), as a 3-min burst (cpu-burst), and at 2x
+with user-chosen untuned requests (cpu-user). Tuned requests are priced at the
+simulator's truth on --cluster with its network (--bandwidth, --latency).
+"""
+
+
+def _network_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT_S",
+                   help="network between nodes the requests are tuned for (default 10)")
+    p.add_argument("--latency", type=float, default=50.0, metavar="US",
+                   help="per-hop network latency in microseconds (default 50)")
+
+
+def _pairs(text: str, sep: str) -> dict[str, str]:
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(sep))):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"expected KEY=VALUE, got {part!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from coadapt.data.cluster import ClusterSpec, Network
+    from coadapt.engine.limits import declared_limits
+    from coadapt.profiles.profile import ProfileError
+    from coadapt.profiles.sources import load_profiles
+    from coadapt.workloads.generate import (
+        ADAPTDL_CLASSES,
+        CLASSES,
+        generate,
+        parametric_arrivals,
+        philly_arrivals,
+        write_workload,
+    )
+
+    try:
+        cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
+        profiles = load_profiles(args.profiles)
+        classes = ({k: tuple(v.split(",")) for k, v in _pairs(args.classes, ";").items()}
+                   if args.classes else ADAPTDL_CLASSES)
+        rng = np.random.default_rng(args.seed)
+        if args.philly:
+            arrivals = philly_arrivals(Path(args.philly))
+        else:
+            mix = {k: float(v) for k, v in _pairs(args.mix, ",").items()}
+            bad = set(mix) - set(CLASSES)
+            if bad:
+                raise ValueError(f"--mix: unknown class {', '.join(bad)}; use {CLASSES}")
+            arrivals = parametric_arrivals(args.jobs, args.window * 3600, mix, rng)
+        rows = generate(arrivals, args.jobs, profiles, declared_limits(profiles, profiles),
+                        classes, cluster, rng)
+    except (ValueError, ProfileError, OSError, KeyError) as exc:
+        sys.stderr.write(f"coadapt workload generate: error: {exc}\n")
+        return 2
+    write_workload(Path(args.out), rows)
+    sys.stdout.write(f"wrote {len(rows)} jobs to {args.out}\n")
+    return 0
+
+
+def run_sets(args: argparse.Namespace) -> int:
+    from coadapt.data.cluster import ClusterSpec, Network
+    from coadapt.profiles.profile import ProfileError
+    from coadapt.profiles.sources import load_profiles
+    from coadapt.sim.costs import refine_profiles, resolve_costs
+    from coadapt.workloads.generate import write_workload
+    from coadapt.workloads.sets import SETS, make_workload
+
+    try:
+        cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
+        profiles = load_profiles(args.profiles)
+        costs = resolve_costs(args.live_costs, args.profiles)
+        if costs is not None:
+            profiles = refine_profiles(profiles, costs)
+        made = [(ws, make_workload(ws, args.seed, profiles, cluster)) for ws in SETS.values()]
+    except (ValueError, ProfileError, OSError, KeyError) as exc:
+        sys.stderr.write(f"coadapt workload sets: error: {exc}\n")
+        return 2
+    out = Path(args.out)
+    lines = [f"{'set':<10} {'jobs':>5} {'window':>7} {'load':>5} {'workers':>7}  requests",
+             f"{'':<10} {'':>5} {'(min)':>7} {'(x)':>5} {'(mean)':>7}"]
+    for ws, wl in made:
+        write_workload(out / f"{ws.name}.csv", [(j.name, j.submit_time, j.application,
+                                                 j.num_replicas, j.batch_size) for j in wl.jobs])
+        workers = sum(j.num_replicas for j in wl.jobs) / len(wl.jobs)
+        lines.append(f"{ws.name:<10} {len(wl.jobs):>5} {ws.window_s / 60:>7.0f} {ws.load:>5.1f} "
+                     f"{workers:>7.2f}  {'user-chosen' if ws.user_chosen else 'tuned'}")
+    sys.stdout.write("\n".join(lines) + f"\nwrote {len(made)} sets to {out}/ (seed {args.seed}, "
+                     f"cluster {cluster}, {cluster.network})\n")
+    return 0

@@ -1,0 +1,117 @@
+"""The scheduling options every command that runs the engine shares.
+
+One set of CPU defaults for ``simulate``, ``live`` and ``experiment``: 2-slot
+nodes like the profiled machine with a 10 Gbit/s network between them,
+15-s rounds, the restart delay that ``coadapt calibrate`` measured, new jobs
+starting on up to one node, and a Tiresias threshold scaled to the workload.
+The Pollux paper's settings are one flag each (``--cluster 16x4 --interval 60
+--restart-delay 30 --new-jobs one --tiresias-threshold 57600``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Mapping
+
+from coadapt.data.cluster import ClusterSpec, Network
+from coadapt.data.workload import Workload
+from coadapt.engine.run import RunSettings, check_observation_noise
+from coadapt.models.batching import JobLimits
+from coadapt.profiles.profile import AppProfile
+from coadapt.sim.costs import LiveCosts, refine_profiles
+from coadapt.workloads.generate import estimated_jct, truths
+
+FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
+
+
+def _bandwidths(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected Gbit/s numbers like 1,10,100, got {text!r}") from None
+
+
+def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
+                multi_bandwidth: bool = False, seed: bool = True) -> None:
+    """The engine options; ``multi_bandwidth`` takes a comma list of networks
+    (the experiment runs each), ``seed=False`` leaves seeds to the caller."""
+    p.add_argument("--cluster", default=cluster,
+                   help=f"NODESxSLOTS (e.g. 8x2) or slots per node (4,4,2) (default {cluster})")
+    if multi_bandwidth:
+        p.add_argument("--bandwidth", type=_bandwidths, default=[10.0], metavar="GBIT_S[,...]",
+                       help="networks between nodes to run, for all-reduce across nodes of CPU "
+                       "profiles, e.g. 1,10,100 (default 10)")
+    else:
+        p.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT_S",
+                       help="network between nodes, for all-reduce across nodes of CPU profiles "
+                       "(default 10)")
+    p.add_argument("--latency", type=float, default=50.0, metavar="US",
+                   help="per-hop network latency in microseconds (default 50)")
+    p.add_argument("--interval", type=float, default=15.0,
+                   help="scheduling round length in seconds (default 15)")
+    p.add_argument("--restart-delay", type=float, default=None,
+                   help="restart delay the policies assume (and that jobs pay without measured "
+                   f"costs); default: the median measured restart, else {FALLBACK_RESTART:g} s")
+    p.add_argument("--new-jobs", choices=("node", "one"), default="node",
+                   help="a job that never ran may start on up to one node (or its request): "
+                   "'node' (default), or on one slot as in the Pollux study: 'one'")
+    p.add_argument("--tiresias-threshold", default="auto", metavar="auto|SLOT_SECONDS",
+                   help="Tiresias's queue threshold; 'auto' (default): the median job's "
+                   "service at its request, estimated from the profiles")
+    p.add_argument("--p", type=float, default=-1.0, dest="power",
+                   help="Pollux power-mean exponent over speedups (default -1)")
+    p.add_argument("--observation-noise", type=float, default=0.0, metavar="S",
+                   help="profile error, simulation only: multiply what each modeled job reports "
+                   "to the scheduler (step and sync time, gradient noise scale) by "
+                   "exp(S*cv*z), z ~ N(0,1), cv the spread its profile measured between "
+                   "repeats and seeds; the simulated truth and the fairness yardstick stay "
+                   "exact; draws follow the run's seed and the job name. 0 (default) is off; "
+                   "live runs report real measurements and refuse it")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
+
+
+def tiresias_threshold(workload: Workload, profiles: Mapping[str, AppProfile],
+                       limits: Mapping[str, JobLimits], cluster: ClusterSpec) -> float:
+    """The median job's service (slot-seconds at its request, priced at the
+    simulator's truth on ``cluster``): as Tiresias tunes its thresholds to the
+    job-size distribution, 16 GPU-hours for Philly's jobs would never demote a
+    minute-long CPU job."""
+    apps = {j.application for j in workload.jobs}
+    truth = truths({a: profiles[a] for a in apps}, cluster.network)
+    per_node = max(cluster.slots_per_node)
+    return statistics.median(
+        j.num_replicas * estimated_jct(truth[j.application], limits[j.application],
+                                       j.num_replicas, j.batch_size, per_node)
+        for j in workload.jobs)
+
+
+def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str, AppProfile],
+             limits: Mapping[str, JobLimits], costs: LiveCosts | None,
+             show_progress: bool = True) -> RunSettings:
+    """RunSettings from the options; ValueError names the bad one."""
+    cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
+    if args.interval <= 0:
+        raise ValueError("--interval must be > 0 seconds")
+    delay = args.restart_delay
+    if delay is None:
+        delay = costs.policy_restart_delay() if costs is not None else FALLBACK_RESTART
+    if delay < 0:
+        raise ValueError("--restart-delay must be >= 0 seconds")
+    if args.tiresias_threshold == "auto" and not profiles:
+        threshold = 16 * 3600.0  # nothing to scale it by: the Pollux study's
+    elif args.tiresias_threshold == "auto":  # priced at the truth the jobs will run at
+        truth = refine_profiles(profiles, costs) if costs is not None else profiles
+        threshold = tiresias_threshold(workload, truth, limits, cluster)
+    else:
+        try:
+            threshold = float(args.tiresias_threshold)
+        except ValueError:
+            raise ValueError(f"--tiresias-threshold {args.tiresias_threshold!r}: expected "
+                             "'auto' or slot-seconds") from None
+    noise = check_observation_noise(getattr(args, "observation_noise", 0.0))  # older specs lack it
+    return RunSettings(cluster, args.interval, delay, args.seed, args.power,
+                       show_progress=show_progress, start_node=args.new_jobs == "node",
+                       tiresias_threshold=threshold, observation_noise=noise)

@@ -1,0 +1,1 @@
+"""Console helpers for long work (progress bars, durations); no other coadapt import."""
