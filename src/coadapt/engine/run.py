@@ -14,6 +14,8 @@ from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies.base import PolicyConfig
 
+EFFICIENCY_TRUTHS = ("curves", "formula")
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -27,9 +29,14 @@ class RunSettings:
     tiresias_threshold: float = 16 * 3600.0
     fairness: bool = True  # append T_iso (isolated runs, sim.isolation) to the log
     observation_noise: float = 0.0  # S: modeled jobs' report error in measured spreads (0: off)
+    efficiency_truth: str = "curves"  # modeled jobs' statistical efficiency: measured curves
+    # where the profile has them, else the gain formula ("formula": always the formula)
 
     def __post_init__(self) -> None:
         check_observation_noise(self.observation_noise)
+        if self.efficiency_truth not in EFFICIENCY_TRUTHS:
+            raise ValueError(f"--efficiency-truth {self.efficiency_truth!r}: expected one of "
+                             f"{', '.join(EFFICIENCY_TRUTHS)}")
 
     def policy_config(self) -> PolicyConfig:
         return PolicyConfig(self.restart_delay, self.interval, self.p, self.start_node,
@@ -41,7 +48,8 @@ class RunSettings:
                 "network": str(self.cluster.network), "interval": self.interval,
                 "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
                 "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
-                "observation_noise": self.observation_noise}
+                "observation_noise": self.observation_noise,
+                "efficiency_truth": self.efficiency_truth}
 
 
 def check_observation_noise(scale: float) -> float:

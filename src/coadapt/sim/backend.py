@@ -38,8 +38,10 @@ class ModeledBackend:
     def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
                  costs: LiveCosts | None = None,
                  script: Mapping[str, list[tuple[float, int]]] | None = None, *,
-                 observation_noise: float = 0.0, seed: int = 0) -> None:
+                 observation_noise: float = 0.0, seed: int = 0,
+                 efficiency_truth: str = "curves") -> None:
         self.profiles = profiles
+        self.efficiency_truth = efficiency_truth
         self.observation_noise = check_observation_noise(observation_noise)
         self.seed = seed
         self.delay = restart_delay

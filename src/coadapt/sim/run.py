@@ -58,7 +58,8 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
         backend = ModeledBackend(profiles, settings.restart_delay, costs,
                                  replay.script if replay is not None else None,
                                  observation_noise=settings.observation_noise,
-                                 seed=settings.seed)
+                                 seed=settings.seed,
+                                 efficiency_truth=settings.efficiency_truth)
         engine = Engine(workload, limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress)
@@ -67,7 +68,9 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
             if settings.fairness:
                 append_fairness(log, events_path, engine.env.now, workload, settings, limits,
                                 # exact reports: T_iso is a clean yardstick
-                                lambda: ModeledBackend(profiles, settings.restart_delay, costs),
+                                lambda: ModeledBackend(
+                                    profiles, settings.restart_delay, costs,
+                                    efficiency_truth=settings.efficiency_truth),
                                 lambda: make_policy(policy_name, settings.policy_config()))
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     bar.close()
