@@ -19,7 +19,7 @@ EXP_OUT  ?= out/experiment
 
 # make live has its own defaults; a value given on the command line wins.
 given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
-LIVE_WORKLOAD = $(call given,WORKLOAD,live-mixed)
+LIVE_WORKLOAD = $(call given,WORKLOAD,live-mixed-5)
 LIVE_POLICY   = $(call given,POLICY,pollux)
 LIVE_CLUSTER  = $(call given,CLUSTER,1x2)
 LIVE_INTERVAL = $(call given,INTERVAL,15)
@@ -27,7 +27,7 @@ LIVE_OUT      = $(call given,OUT,out/live)
 
 help:
 	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=8x2 INTERVAL=15 RESTART=seconds]"
-	@echo "make live [WORKLOAD=live-mixed POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
+	@echo "make live [WORKLOAD=live-mixed-5 POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
 	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
 	@echo "make experiment [SEEDS=5 JOBS=2 EXP_OUT=out/experiment] (the study: CPU sets x policies x seeds, simulated)"
@@ -48,14 +48,16 @@ simulate: $(STAMP)
 		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) \
 		$(if $(RESTART),--restart-delay $(RESTART)) --out $(OUT)
 
-# Real processes on this machine's cores, then the same workload simulated and compared.
+# Calibrate this machine (or CALIBRATION=file), write the prediction, run real processes
+# on this machine's cores, then compare with the prediction.
 live: $(STAMP)
 	$(VENV)/bin/coadapt live --workload $(LIVE_WORKLOAD) --profiles $(PROFILES) \
-		--policy $(LIVE_POLICY) --cluster $(LIVE_CLUSTER) --interval $(LIVE_INTERVAL) --out $(LIVE_OUT)
+		--policy $(LIVE_POLICY) --cluster $(LIVE_CLUSTER) --interval $(LIVE_INTERVAL) --out $(LIVE_OUT) \
+		$(if $(CALIBRATION),--calibration $(CALIBRATION))
 
 # Measure live start/restart/validation/verification/co-location costs into PROFILES.
 calibrate: $(STAMP)
-	$(VENV)/bin/coadapt calibrate --profiles $(PROFILES)
+	$(VENV)/bin/coadapt calibrate --profiles $(PROFILES) $(if $(QUICK),--quick)
 
 # The full run rewrites the shipped profiles/; a quick pass goes to out/profiles-quick
 # unless PROFILE_OUT says otherwise.

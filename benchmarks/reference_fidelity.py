@@ -1,7 +1,8 @@
 """Fidelity and speed against the Pollux paper's simulator.
 
-Runs workload-{1..8} x {tiresias, optimus-oracle, pollux} on 16x4 slots (60 s
-rounds, 30 s restarts) with the published GPU profiles, and prints our mean JCT
+Runs workload-{1..8} x {tiresias, optimus-oracle, pollux} on 16x4 slots under
+the Pollux study's options (``--preset osdi21``: 60 s rounds, 30 s restarts, new
+jobs on one slot, 16 slot-hour Tiresias threshold) with the published GPU profiles, and prints our mean JCT
 next to the reference simulator's, per workload, with wall times. All numbers
 are SIMULATED.
 
@@ -38,19 +39,24 @@ _PROFILES = None
 def _run(task: tuple[str, str, str, str]) -> dict:
     global _PROFILES
     ref, wl_path, policy, out = task
-    from coadapt.data.cluster import ClusterSpec
+    from dataclasses import replace
+
     from coadapt.data.workload import load_workload
-    from coadapt.engine.run import RunSettings
+    from coadapt.engine.limits import declared_limits
     from coadapt.profiles.adaptdl import load_adaptdl
+    from coadapt.runs.options import parse_options, settings
     from coadapt.sim.run import simulate_policy
 
     if _PROFILES is None:
         _PROFILES = load_adaptdl(ref)
     wl = load_workload(wl_path, set(_PROFILES))
+    limits = declared_limits({j.application for j in wl.jobs}, _PROFILES)
+    # the command line the README shows: coadapt simulate --preset osdi21 --cluster 16x4
+    options = parse_options(["--preset", "osdi21", "--cluster", "16x4"])
+    run = replace(settings(options, wl, _PROFILES, limits, None, show_progress=False),
+                  fairness=False)
     t0, c0 = time.perf_counter(), time.process_time()
-    s = simulate_policy(wl, _PROFILES, policy,
-                        RunSettings(ClusterSpec.parse("16x4"), show_progress=False, fairness=False),
-                        Path(out) / wl.name / policy)
+    s = simulate_policy(wl, _PROFILES, policy, run, Path(out) / wl.name / policy)
     s["run_s"] = time.perf_counter() - t0
     s["cpu_s"] = time.process_time() - c0
     return s
@@ -84,7 +90,7 @@ def main() -> int:
     by = {(r["workload"], r["policy"]): r for r in results}
     reference = REFERENCE if args.load_dir == "workloads" else {}
     print(f"SIMULATED mean JCT (s), ours vs reference simulator ({args.load_dir}, 16x4, "
-          "60 s rounds, 30 s restart)")
+          "--preset osdi21: 60 s rounds, 30 s restart, new jobs on one slot, Tiresias 57600)")
     head = f"{'workload':<12}" + "".join(f"{p:>26}" for p in policies)
     print(head)
     worst = {p: 0.0 for p in policies}

@@ -97,3 +97,49 @@ def test_help_explains(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])
     assert "SIMULATED" in capsys.readouterr().out
+
+
+def _header(path):
+    with path.open() as f:
+        return json.loads(f.readline())
+
+
+@pytest.mark.parametrize("live_marker", ["live.json", "pollux/events.jsonl"])
+def test_simulate_refuses_a_folder_holding_a_live_run(setup, capsys, live_marker):
+    tmp, ref, wl = setup
+    out = tmp / "live"
+    (out / "pollux").mkdir(parents=True)
+    log = out / "pollux" / "events.jsonl"
+    log.write_text(json.dumps({"t": 0, "kind": "header", "job": None, "mode": "live"}) + "\n"
+                   + json.dumps({"t": 1, "kind": "submit", "job": "j0"}) + "\n")
+    if live_marker == "live.json":
+        log.write_text(log.read_text().replace('"live"', '"simulate"'))  # only live.json says
+        (out / "live.json").write_text("{}\n")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code = main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
+                 "--policy", "pollux", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "holds a live run" in err and live_marker in err
+    assert "Nothing was changed" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_simulate_preset_and_labels_in_header(setup, capsys):
+    tmp, ref, wl = setup
+    out = tmp / "out"
+    code = main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
+                 "--policy", "tiresias", "--cluster", "2x4", "--preset", "osdi21",
+                 "--interval", "30", "--efficiency-truth", "formula", "--out", str(out),
+                 "--no-progress"])
+    assert code == 0
+    h = _header(out / "tiresias" / "events.jsonl")
+    assert h["run_kind"] == "simulation" and h["efficiency_truth"] == "formula"
+    assert h["interval"] == 30.0  # the flag wins over the preset's 60
+    assert (h["restart_delay"], h["start_node"], h["tiresias_threshold"]) == (30.0, False, 57600)
+    assert "preset osdi21" in capsys.readouterr().out
+    # a simulation's own folder is replaced without complaint
+    assert main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
+                 "--policy", "tiresias", "--cluster", "2x4", "--out", str(out),
+                 "--no-progress"]) == 0
+    h = _header(out / "tiresias" / "events.jsonl")
+    assert h["interval"] == 15.0 and h["start_node"] is True

@@ -36,7 +36,7 @@ def workload(tmp_path: Path, rows: list[str]) -> Path:
 def live(wl: Path, out: Path, *extra: str, policy: str = "pollux") -> subprocess.Popen:
     cmd = [sys.executable, "-m", "coadapt.cli", "live", "--workload", str(wl), "--policy",
            policy, "--cluster", "1x2", "--interval", "3", "--out", str(out), "--no-compare",
-           "--no-status", *TINY, *extra]
+           "--calibration", "profiles", "--no-status", *TINY, *extra]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

@@ -93,3 +93,23 @@ def test_a_new_job_starts_on_up_to_one_node(start_node, expect):
     for name in ("pollux", "dynamic"):
         d = make_policy(name, cfg).decide(snap([view("new", req=1, batch=256)], slots=(4, 4)))
         assert sum(d["new"].allocation) == expect
+
+
+def test_fixed_head_that_cannot_be_placed_blocks_later_jobs():
+    # x spans both nodes (2+2): the one-multi-node-job-per-node rule leaves no
+    # way to place h's 3 slots although 4 are free by count. Strict FIFO: c (1
+    # slot, which would place) must not start ahead of h.
+    p = make_policy("fixed", CFG)
+    jobs = [view("x", req=4, alloc=(2, 2)), view("h", submit=1.0, req=3),
+            view("c", submit=2.0, req=1)]
+    d = p.decide(snap(jobs))
+    assert d["x"].allocation == (2, 2) and "h" not in d and "c" not in d
+
+
+def test_tiresias_caps_request_at_cluster_size():
+    p = make_policy("tiresias", CFG)
+    d = p.decide(snap([view("big", req=16)], t=0.0))
+    assert sum(d["big"].allocation) == 8
+    big = view("big", req=16, alloc=d["big"].allocation)
+    d = p.decide(snap([big], t=60.0))
+    assert d["big"].allocation == big.allocation

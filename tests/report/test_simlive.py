@@ -13,22 +13,36 @@ import pytest
 from coadapt.cli import compare as compare_command
 from coadapt.eventlog import EventLog
 from coadapt.report.simlive import (
+    KIND_TITLES,
     CompareError,
     compare_dirs,
     compare_policy,
     compare_runs,
 )
-from coadapt.report.simlive_view import format_comparison
+from coadapt.report.simlive_view import format_comparison, write_outputs
 
 Jobs = dict[str, tuple[float, float | None]]  # job -> (submit, complete or None if unfinished)
 
 
+SETTINGS = {"network": "10 Gbit/s, 50 us", "interval": 15.0, "seed": 0, "restart_delay": 3.2,
+            "start_node": True, "tiresias_threshold": 600.0, "p": -1.0,
+            "observation_noise": 0.0}
+
+
 def write_run(root: Path, policy: str, mode: str, jobs: Jobs, *, workload: str = "toy-wl",
-              cluster: str = "2x4") -> Path:
-    """One <policy>/events.jsonl with submit/allocate/complete events at the given times."""
+              cluster: str = "2x4", run_kind: str | None = "default", **settings) -> Path:
+    """One <policy>/events.jsonl with submit/allocate/complete events at the given times;
+    a header like the real ones (``settings`` override :data:`SETTINGS`; a value of
+    None leaves the field out, as an older log would)."""
     path = root / policy / "events.jsonl"
+    meta = {k: v for k, v in {**SETTINGS, **settings}.items() if v is not None}
+    if run_kind == "default":
+        run_kind = "simulation" if mode == "simulate" else None
+    if run_kind is not None:
+        meta["run_kind"] = run_kind
     with EventLog(path) as log:
-        log.header(mode=mode, policy=policy, workload=workload, cluster=cluster, total_slots=8)
+        log.header(mode=mode, policy=policy, workload=workload, cluster=cluster, total_slots=8,
+                   **meta)
         timed = []
         for job, (submit, complete) in jobs.items():
             timed.append((submit, "submit", job, {"application": "mlp"}))
@@ -186,12 +200,69 @@ def test_command_writes_files_and_prints_table(dirs, tmp_path, capsys):
     assert "pollux: missing in simulated: j5; unfinished in live: j4" in text
 
 
-def test_default_out_is_live_dir(dirs, capsys):
+def test_default_out_is_a_new_folder_beside_the_live_one(dirs, capsys):
     sim, live = dirs
+    before = sorted(p.relative_to(live) for p in live.rglob("*"))
     assert cli(["compare", "--sim", str(sim), "--live", str(live), "--no-plots"]) == 0
-    assert (live / "sim_vs_live.csv").exists() and (live / "sim_vs_live.json").exists()
-    assert not (live / "sim_vs_live.png").exists()
+    out = live.parent / "compare-simulation-live"
+    assert (out / "sim_vs_live.csv").exists() and (out / "sim_vs_live.json").exists()
+    assert not (out / "sim_vs_live.png").exists()
+    assert sorted(p.relative_to(live) for p in live.rglob("*")) == before  # live untouched
     assert not (sim / "sim_vs_live.csv").exists()
+    assert f"results in {out}/" in capsys.readouterr().out
+
+
+def test_out_inside_the_live_folder_needs_into_live(dirs, capsys):
+    sim, live = dirs
+    assert_fails(["compare", "--sim", str(sim), "--live", str(live)], live / "cmp", capsys,
+                 "inside the live folder", "--into-live")
+    assert cli(["compare", "--sim", str(sim), "--live", str(live), "--no-plots",
+                "--into-live"]) == 0
+    assert (live / "compare" / "simulation" / "sim_vs_live.csv").exists()
+
+
+@pytest.mark.parametrize("kind", ["prediction", "sim-measured", "replay"])
+def test_every_output_names_its_kind(tmp_path, capsys, kind):
+    sim, live = tmp_path / kind, tmp_path / "live"
+    for policy, factor in (("fixed", 1.1), ("pollux", 0.8)):
+        write_run(sim, policy, "simulate", scaled(FIXED, factor), run_kind=kind)
+        write_run(live, policy, "live", scaled(FIXED, 1.0))
+    out = tmp_path / "cmp"
+    assert cli(["compare", "--sim", str(sim), "--live", str(live), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"{kind.upper()} {KIND_TITLES[kind].partition(' ')[2]}: {sim}")
+    assert f"mean JCT {kind}" in text and f"; {kind} pollux < fixed" in text
+    assert set(pl.read_csv(out / "sim_vs_live.csv")["kind"].to_list()) == {kind}
+    assert pl.read_csv(out / "sim_vs_live_summary.csv")["kind"].to_list() == [kind, kind]
+    doc = json.loads((out / "sim_vs_live.json").read_text())
+    assert doc["kind"] == kind and doc["kind_title"] == KIND_TITLES[kind]
+    assert compare_dirs(sim, live).kind == kind
+    # the default folder names the kind too
+    assert cli(["compare", "--sim", str(sim), "--live", str(live), "--no-plots"]) == 0
+    assert (tmp_path / f"compare-{kind}-live" / "sim_vs_live.json").exists()
+
+
+def test_figure_title_names_the_kind(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    titles: list[str] = []
+    real = matplotlib.figure.Figure.suptitle
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle",
+                        lambda self, t, **kw: titles.append(t) or real(self, t, **kw))
+    write_run(tmp_path / "r", "pollux", "simulate", scaled(FIXED, 1), run_kind="replay")
+    write_run(tmp_path / "l", "pollux", "live", scaled(FIXED, 1))
+    write_outputs(compare_dirs(tmp_path / "r", tmp_path / "l"), tmp_path / "o")
+    assert titles == [f"{KIND_TITLES['replay']} vs live"]
+
+
+def test_mixed_kinds_exit_2(tmp_path, capsys):
+    write_run(tmp_path / "s", "fixed", "simulate", scaled(FIXED, 1), run_kind="prediction")
+    write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1), run_kind="replay")
+    for policy in ("fixed", "pollux"):
+        write_run(tmp_path / "l", policy, "live", scaled(FIXED, 1))
+    assert_fails(["compare", "--sim", str(tmp_path / "s"), "--live", str(tmp_path / "l")],
+                 tmp_path / "o", capsys, "different kinds", "prediction: fixed",
+                 "replay: pollux")
 
 
 def test_format_comparison_is_fixed_width(dirs):
@@ -255,16 +326,44 @@ def test_different_workloads_exit_2(tmp_path, capsys):
                  tmp_path / "o", capsys, str(s), str(li), "philly-small", "other")
 
 
-def test_different_clusters_warn_but_compare(tmp_path, caplog, capsys):
-    write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1), cluster="4x4")
-    write_run(tmp_path / "l", "pollux", "live", scaled(FIXED, 1), cluster="1x2")
+@pytest.mark.parametrize(("field", "sim_value", "live_value"), [
+    ("cluster", "4x4", "1x2"), ("interval", 60.0, 15.0), ("seed", 1, 0),
+    ("restart_delay", 30.0, 3.2), ("start_node", False, True),
+    ("tiresias_threshold", 57600.0, 600.0), ("network", "1 Gbit/s, 50 us", "10 Gbit/s, 50 us"),
+    ("p", 1.0, -1.0), ("observation_noise", 0.5, 0.0)])
+def test_different_settings_exit_2_naming_field_and_values(tmp_path, capsys, field, sim_value,
+                                                            live_value):
+    s = write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1), **{field: sim_value})
+    li = write_run(tmp_path / "l", "pollux", "live", scaled(FIXED, 1), **{field: live_value})
+    assert_fails(["compare", "--sim", str(tmp_path / "s"), "--live", str(tmp_path / "l")],
+                 tmp_path / "o", capsys, f"{field} differs", repr(sim_value), repr(live_value),
+                 str(s), str(li))
+    assert not (tmp_path / "compare-simulation-l").exists()
+
+
+def test_float_noise_is_not_a_difference(tmp_path):
+    write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1), restart_delay=0.1 + 0.2)
+    write_run(tmp_path / "l", "pollux", "live", scaled(FIXED, 1), restart_delay=0.3)
+    assert compare_dirs(tmp_path / "s", tmp_path / "l").policies[0].matched == 3
+
+
+def test_older_logs_without_settings_warn_but_compare(tmp_path, caplog):
+    write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1), run_kind=None,
+              interval=None, seed=None)
+    write_run(tmp_path / "l", "pollux", "live", scaled(FIXED, 1), seed=None)
     with caplog.at_level(logging.WARNING, logger="coadapt.report.simlive"):
-        code = cli(["compare", "--sim", str(tmp_path / "s"), "--live", str(tmp_path / "l"),
-                    "--no-plots"])
-    assert code == 0
-    assert any("cluster differs" in r.getMessage() and "4x4" in r.getMessage()
-               and "1x2" in r.getMessage() for r in caplog.records)
-    assert (tmp_path / "l" / "sim_vs_live.csv").exists()
+        result = compare_dirs(tmp_path / "s", tmp_path / "l")
+    assert result.kind == "simulation" and result.policies[0].matched == 3
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "not checked" in messages and "interval, seed" in messages
+    assert "no run_kind" in messages
+
+
+def test_live_side_must_be_live(tmp_path, capsys):
+    write_run(tmp_path / "s", "pollux", "simulate", scaled(FIXED, 1))
+    write_run(tmp_path / "t", "pollux", "simulate", scaled(FIXED, 1))
+    assert_fails(["compare", "--sim", str(tmp_path / "s"), "--live", str(tmp_path / "t")],
+                 tmp_path / "o", capsys, "not 'live'")
 
 
 def test_compare_runs_without_common_policy_raises():

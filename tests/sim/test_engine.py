@@ -79,10 +79,30 @@ def test_restart_delay_costs_time(tmp_path):
     assert slow.jobs[0].record.completed_at - fast.jobs[0].record.completed_at == pytest.approx(30.0)
 
 
+class Starve:
+    """Never gives any job a slot: the engine must stop, not loop forever."""
+
+    name = "starve"
+    uses_oracle = False
+
+    def decide(self, snap):
+        return {}
+
+
 def test_a_policy_that_starves_every_job_fails_loudly(tmp_path):
-    # tiresias runs a job only at its requested size: 9 slots never fit 2x4.
-    with pytest.raises(DecisionError, match="gave no job a slot for 200 rounds"):
-        run(tmp_path, [JobSpec("big", 0.0, "toy", 9, 64)], policy="tiresias")
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("big", 0.0, "toy", 2, 64),))
+    with EventLog(tmp_path / "s.jsonl") as log:
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 1.0),
+                     Starve(), ClusterSpec.parse("2x4"), log)
+        with pytest.raises(DecisionError, match="gave no job a slot for 200 rounds"):
+            eng.run()
+
+
+def test_tiresias_caps_an_oversized_request_at_the_cluster(tmp_path):
+    # 9 slots never fit 2x4: tiresias runs it on the whole cluster instead of starving it.
+    result, _ = run(tmp_path, [JobSpec("big", 0.0, "toy", 9, 64)], policy="tiresias")
+    assert result.jobs[0].record.completed_at is not None
 
 
 def test_pollux_with_no_restart_delay_has_no_nan(tmp_path):

@@ -14,6 +14,15 @@ verification, and the step-time slowdown next to another job on the same node.
 Writes OUT (default PROFILES/live-costs.json), which 'coadapt simulate' and the
 comparison after 'coadapt live' charge instead of one fixed restart delay.
 Takes about 6 minutes for the four job types on an idle 2-core machine.
+
+--quick (what 'coadapt live' runs first; about 2-3 minutes): per type the steady
+step at 1 and 2 workers and 2 micro-batch sizes, a start, two restarts, a
+verification; per type a compute and a sync factor against the shipped profiles
+(the simulator applies them to the whole grid) with their spread; no co-location
+pairs. Writes out/calibrations/<machine id>.json unless --out. Every calibration
+records this machine's fingerprint (CPU model and flags, cores, kernel, torch);
+'coadapt simulate' and 'coadapt live' warn when the one they use is another
+machine's.
 """
 
 
@@ -25,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="profiles folder (step times pace the validations; default profiles)")
     p.add_argument("--types", default=None,
                    help="comma list of job types (default: all in the job registry)")
-    p.add_argument("--out", default=None, help="output file (default PROFILES/live-costs.json)")
+    p.add_argument("--out", default=None, help="output file (default PROFILES/live-costs.json; "
+                   "with --quick out/calibrations/<machine id>.json)")
+    p.add_argument("--quick", action="store_true",
+                   help="the short calibration 'coadapt live' runs first (about 3 minutes)")
     p.add_argument("--phase", type=float, default=6.0,
                    help="seconds of training per phase (default 6)")
     p.add_argument("--pair", type=float, default=10.0,
@@ -35,13 +47,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import itertools
+    import socket
+    import time
 
     from coadapt.jobs.registry import JOB_TYPES
     from coadapt.live.cores import usable_cores
-    from coadapt.measure.calibrate import CalibrationSettings, calibrate
+    from coadapt.measure.calibrate import (
+        CalibrationSettings,
+        calibrate,
+        quick_calibration,
+        quick_phases,
+    )
     from coadapt.profiles.profile import ProfileError
     from coadapt.profiles.sources import load_profiles
-    from coadapt.sim.costs import COSTS_FILE
+    from coadapt.sim.costs import CALIBRATIONS_DIR, COSTS_FILE, machine_fingerprint
     from coadapt.ui.progress import ProgressBar
 
     apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
@@ -64,19 +83,34 @@ def run(args: argparse.Namespace) -> int:
         if app in profiles:
             p = profiles[app]
             steps[app] = p.throughput((1,), p.init_batch_size)[0]
-    s = CalibrationSettings(phase_s=args.phase, pair_s=args.pair, cores=(cores[0], cores[1]))
-    out = Path(args.out) if args.out else Path(args.profiles) / COSTS_FILE
-    pairs = sum(1 if a == b else 2 for a, b in itertools.combinations_with_replacement(apps, 2))
-    bar = ProgressBar(total=len(apps) * (len(s.cycle) + 2) + 2 * len(apps) + pairs,
-                      label="calibrate", unit="phases")
-    costs = calibrate(apps, out, s, steps, tick=lambda note: bar.advance(1, note))
+    t0 = time.monotonic()
+    if args.quick:
+        out = (Path(args.out) if args.out
+               else CALIBRATIONS_DIR / f"{machine_fingerprint()['id']}.json")
+        bar = ProgressBar(total=quick_phases(apps), label="calibrate --quick", unit="phases")
+        costs = quick_calibration(apps, out, profiles, tick=lambda note: bar.advance(1, note))
+    else:
+        s = CalibrationSettings(phase_s=args.phase, pair_s=args.pair,
+                                cores=(cores[0], cores[1]))
+        out = Path(args.out) if args.out else Path(args.profiles) / COSTS_FILE
+        pairs = sum(1 if a == b else 2
+                    for a, b in itertools.combinations_with_replacement(apps, 2))
+        bar = ProgressBar(total=len(apps) * (len(s.cycle) + 2) + 2 * len(apps) + pairs,
+                          label="calibrate", unit="phases")
+        costs = calibrate(apps, out, s, steps, tick=lambda note: bar.advance(1, note),
+                          profiles=profiles)
     bar.close()
+    for app, c in sorted(costs.types.items()):
+        spread = "" if c.compute_spread is None else f" +-{c.compute_spread:.1%}"
+        sys.stdout.write(f"{app:18s} compute x{c.compute_factor:.3f}{spread}  "
+                         f"sync x{c.sync_factor:.3f}\n")
     for app, c in sorted(costs.types.items()):
         sys.stdout.write(
             f"{app:18s} start {_fmt(c.start)}  restart {_fmt(c.restart)}  eval {_fmt(c.eval)}  "
             f"verify {c.verify:.2f} s  colocation "
             + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
-    sys.stdout.write(f"wrote {out}\n")
+    sys.stdout.write(f"wrote {out} in {time.monotonic() - t0:.0f} s ({socket.gethostname()}, "
+                     f"{machine_fingerprint()['cpu_model']})\n")
     return 0
 
 

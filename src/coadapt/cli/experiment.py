@@ -169,7 +169,8 @@ def _plan(args: argparse.Namespace):
         workloads.append(wl.name)
     options = {k: getattr(args, k) for k in ("cluster", "latency", "interval", "restart_delay",
                                              "new_jobs", "tiresias_threshold", "power",
-                                             "observation_noise")}
+                                             "observation_noise", "efficiency_truth",
+                                             "preset")}
     for bw in args.bandwidth:  # every option fails here, once, not in every cell
         cluster = ClusterSpec.parse(args.cluster, Network(bw, args.latency))
         sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, truth, cluster)

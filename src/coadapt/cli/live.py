@@ -19,11 +19,17 @@ gloo) pinned to the cores its slots map to; a resize checkpoints and relaunches
 the group, a batch-size change on the same workers happens in place; a job
 completes when it reaches its validation target and a fresh process verifies it.
 
-Writes OUT/<policy>/events.jsonl, jobs.csv, summary.json and the jobs' own
-folders OUT/<policy>/jobs/<name>/ (checkpoint, worker logs, worker events).
-Unless --no-compare, it then simulates the same workload on the same cluster
-with the costs measured by 'coadapt calibrate' (OUT/sim/<policy>/) and writes
-OUT/sim_vs_live.{csv,json,png}.
+Before the first job starts it (1) calibrates this machine ('coadapt calibrate
+--quick', about 3 minutes; --calibration FILE reuses one) into OUT/calibration.json,
+and (2) simulates the workload with the same cluster, options and calibration
+into OUT/prediction/<policy>/: the PREDICTION, whose digest goes into the live
+log's header. Then it runs the jobs: OUT/<policy>/events.jsonl, jobs.csv,
+summary.json and the jobs' folders OUT/<policy>/jobs/<name>/ (checkpoint, worker
+logs, worker events). Unless --no-compare it then writes, each labelled:
+OUT/compare/prediction/ (prediction vs live), OUT/sim-measured/ and
+OUT/compare/sim-measured/ (re-simulated at the run's measured speed),
+OUT/replay/ and OUT/compare/replay/ (the live decisions replayed at that speed),
+and OUT/drift.{csv,png} (the run's speed per type and minute vs the calibration).
 
 Ctrl-C or SIGTERM stops every job at its next step with a checkpoint and ends
 the log as interrupted (a second signal kills at once); continue with
@@ -32,7 +38,8 @@ the log as interrupted (a second signal kills at once); continue with
 
 EPILOG = """\
 examples:
-  coadapt live                                   # live-mixed under pollux on 1x2, compare
+  coadapt live                                   # live-mixed-5 under pollux on 1x2, compare
+  coadapt live --calibration out/live/calibration.json --out out/live2   # reuse a calibration
   coadapt live --workload live-burst --policy all --out out/live-burst
   coadapt live --resume out/live                 # continue an interrupted run
 """
@@ -47,8 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
                        description=DESCRIPTION, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", default="live-mixed",
-                   help="workload CSV or the name of one in traces/ (default live-mixed)")
+    p.add_argument("--workload", default="live-mixed-5",
+                   help="workload CSV or the name of one in traces/ (default live-mixed-5, "
+                   "about 3 minutes a policy here; longer: live-mixed, live-burst, "
+                   "live-poorbatch)")
     p.add_argument("--policy", default="pollux",
                    help="a policy, a comma list or 'all' (every primary policy but oracles: "
                    f"{', '.join(policy_names(oracles=False))}; default pollux); variants, by "
@@ -58,6 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
                    "and the comparison simulation (default profiles)")
     p.add_argument("--out", default="out/live", help="output folder (default out/live)")
+    p.add_argument("--calibration", default="measure", metavar="measure|this|profiles|PATH",
+                   help="the machine calibration the prediction uses: 'measure' (default) "
+                   "runs 'coadapt calibrate --quick' on this machine first; 'this' reuses this "
+                   "machine's newest in out/calibrations/; 'profiles' the shipped one "
+                   "(another machine: warned); or a file")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="continue the interrupted run in DIR (other options are taken from it)")
     p.add_argument("--no-compare", action="store_true",
@@ -74,6 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _fail(message: str) -> int:
     sys.stderr.write(f"coadapt live: error: {message}\n")
     return 2
+
+
+CALIBRATION_FILE = "calibration.json"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,24 +129,55 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"--policy: {', '.join(oracles)} needs ground truth, which a live "
                          f"run does not have; choose from {', '.join(usable)}")
         workload = load_workload(spec["workload"], set(JOB_TYPES))
-        profiles, costs = _profiles(spec["profiles"])
+        profiles = _profiles(spec["profiles"])
         limits = declared_limits({j.application for j in workload.jobs})
-        settings = run_settings(argparse.Namespace(**spec), workload, profiles or {}, limits,
-                                costs, show_progress=False)
-        check_cluster(settings.cluster)
-        check_live_workload(workload, settings.cluster)
         out = Path(spec["out"])
+        # Checked before anything is measured: a bad cluster fails in a second.
+        cluster = run_settings(argparse.Namespace(**spec), workload, {}, limits, None,
+                               show_progress=False).cluster
+        check_cluster(cluster)
+        check_live_workload(workload, cluster)
         if not args.resume:
             _claim(out, spec)
+        costs = _calibration(spec, out, workload, profiles, resumed=bool(args.resume))
+        settings = run_settings(argparse.Namespace(**spec), workload, profiles or {}, limits,
+                                costs, show_progress=False)
     except (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun) as exc:
         return _fail(str(exc))
     if costs is None:
-        log.warning("no %s/live-costs.json: policies assume a %.0f s restart; run "
-                    "'coadapt calibrate' to measure it", spec["profiles"], settings.restart_delay)
+        log.warning("no calibration: policies assume a %.0f s restart and nothing is "
+                    "predicted; run 'coadapt calibrate --quick'", settings.restart_delay)
     live = LiveSettings(seed=spec["seed"], status=not args.no_status,
                         targets=spec["targets"], eval_every=spec["evals"])
     return _run_policies(names, workload, settings, spec, live, profiles, costs, out,
                          resume=bool(args.resume), compare=not args.no_compare)
+
+
+def _calibration(spec: dict, out: Path, workload, profiles, *, resumed: bool):
+    """The machine calibration of this run, saved as OUT/calibration.json: a
+    resumed run keeps its own; 'measure' calibrates this machine now."""
+    from coadapt.sim.costs import LiveCosts, describe_calibration, resolve_costs
+
+    path = out / CALIBRATION_FILE
+    if resumed:
+        costs = LiveCosts.load(path) if path.exists() else None
+    elif spec.get("calibration", "measure") == "measure":
+        from coadapt.measure.calibrate import quick_calibration, quick_phases
+        from coadapt.ui.progress import ProgressBar
+
+        apps = sorted({j.application for j in workload.jobs})
+        sys.stdout.write(f"calibrating this machine first ({', '.join(apps)}; about 3 "
+                         "minutes; --calibration FILE reuses one)\n")
+        bar = ProgressBar(total=quick_phases(apps), label="calibrate --quick", unit="phases")
+        costs = quick_calibration(apps, path, profiles, tick=lambda note: bar.advance(1, note))
+        bar.close()
+    else:
+        costs = resolve_costs(spec["calibration"], spec["profiles"])
+        if costs is not None:
+            costs.save(path)
+    if costs is not None:
+        sys.stdout.write(f"calibration: {describe_calibration(costs)}\n")
+    return costs
 
 
 def _overrides(items: list[str], flag: str) -> dict[str, float]:
@@ -156,14 +204,20 @@ def _resume_spec(out: Path) -> dict:
         raise ResumeError(f"{path}: not found; --resume takes the --out folder of a live run")
     # Runs recorded before an option existed ran with what is now its Pollux-study value.
     spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one",
-            "tiresias_threshold": str(16 * 3600.0), "power": -1.0,
-            **json.loads(path.read_text())}
+            "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "preset": None,
+            "efficiency_truth": "curves", **json.loads(path.read_text())}
     spec["out"] = str(out)
     return spec
 
 
+RUN_KEYS = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
+            "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
+            "evals", "calibration", "preset", "efficiency_truth")
+
+
 def _claim(out: Path, spec: dict) -> None:
     """Record the invocation (for --resume); refuse a folder that holds a run."""
+    from coadapt.data.atomic import atomic_write_text
     from coadapt.live.run import AlreadyRun
 
     path = out / RUN_FILE
@@ -171,33 +225,37 @@ def _claim(out: Path, spec: dict) -> None:
         raise AlreadyRun(f"{out}: holds a live run already; continue it with "
                          f"'coadapt live --resume {out}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    keep = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
-            "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
-            "evals")
-    path.write_text(json.dumps({k: spec[k] for k in keep}, indent=1) + "\n")
+    atomic_write_text(path, json.dumps({k: spec.get(k) for k in RUN_KEYS}, indent=1) + "\n")
 
 
 def _profiles(spec: str):
-    """Profiles and measured costs, both optional for a live run."""
+    """The profiles (T_iso, ETAs, the prediction); optional for a live run."""
     from coadapt.profiles.sources import load_profiles
-    from coadapt.sim.costs import COSTS_FILE, LiveCosts
 
-    path = Path(spec)
-    if not path.exists():
-        log.warning("%s: no profiles; no T_iso (fairness), ETAs or comparison", spec)
-        return None, None
-    costs = LiveCosts.load(path / COSTS_FILE) if (path / COSTS_FILE).exists() else None
-    return load_profiles(spec), costs
+    if not Path(spec).exists():
+        log.warning("%s: no profiles; no T_iso (fairness), ETAs, prediction or comparison",
+                    spec)
+        return None
+    return load_profiles(spec)
 
 
 def _run_policies(names, workload, settings, spec, live, profiles, costs, out: Path, *,
                   resume: bool, compare: bool) -> int:
+    from coadapt.live.predict import load_predictions, predict
     from coadapt.live.resume import ResumeError, load_resume
     from coadapt.live.run import EXIT_INTERRUPTED, LivePlan, run_live
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
+    from coadapt.sim.costs import describe_calibration
 
     cluster = settings.cluster
+    changed = bool(spec.get("targets") or spec.get("evals"))
+    predictions = load_predictions(out) if resume else {}
+    if profiles is not None and not changed and not predictions:
+        predictions = predict(workload, profiles, names, settings, costs, out)
+        sys.stdout.write("PREDICTION written before the run: " + ", ".join(
+            f"{n} mean JCT {p.mean_jct_s / 60:.2f} min" for n, p in predictions.items()
+            if p.mean_jct_s is not None) + f" (simulated; {out}/prediction/)\n")
     summaries = []
     for name in names:
         d = out / name
@@ -210,7 +268,12 @@ def _run_policies(names, workload, settings, spec, live, profiles, costs, out: P
                     return _fail(str(exc))
                 summaries.append(json.loads((d / "summary.json").read_text()))
                 continue
-        plan = LivePlan(workload, name, settings, live, d, profiles, costs)
+        pred = predictions.get(name)
+        header = {"calibration": None if costs is None else {
+                      "file": str(out / CALIBRATION_FILE), "about": describe_calibration(costs)},
+                  "prediction": None if pred is None else {"path": pred.path,
+                                                           "digest": pred.digest}}
+        plan = LivePlan(workload, name, settings, live, d, profiles, costs, header)
         summary = run_live(plan, resume=state)
         summaries.append(summary)
         if summary.get("interrupted"):
@@ -219,66 +282,13 @@ def _run_policies(names, workload, settings, spec, live, profiles, costs, out: P
     write_comparison(summaries, out)
     sys.stdout.write(format_table(summaries, f"LIVE: {workload.name} on {cluster} "
                                   f"({len(workload.jobs)} jobs, real processes)") + "\n")
-    if compare and profiles is not None and (spec.get("targets") or spec.get("evals")):
+    if compare and profiles is not None and changed:
         log.warning("no comparison: --target/--eval-every changed the live jobs, the "
                     "profiles describe the registry's")
     elif compare and profiles is not None:
-        _compare(names, workload, profiles, costs, settings, out)
+        from coadapt.live.judge import judge
+
+        result = judge(names, workload, profiles, costs, settings, out)
+        sys.stdout.write("\n" + result.text + "\n")
     sys.stdout.write(f"results in {out}/\n")
     return 0
-
-
-COMPARISONS = {
-    "sim": ("calibrated", False,
-            "PREDICTED: simulated (policies decide) with the calibrated costs and steps"),
-    "sim-measured": ("measured", False,
-                     "SIMULATED (policies decide) at the step times the run measured "
-                     "(removes machine drift)"),
-    "replay": ("measured", True,
-               "SIMULATED replaying the live allocations and batch changes, at the measured "
-               "step times (job-model error only)"),
-}
-
-
-def _compare(names, workload, profiles, costs, settings, out: Path) -> None:
-    """Simulate the workload three ways and compare each with live
-    (``COMPARISONS``): the prediction (policies decide, the machine as
-    calibrated) in OUT/sim, the same at the step times the live run measured
-    in OUT/sim-measured, and a replay of the live decisions at those step
-    times in OUT/replay. The measured speeds are written to OUT/speed.json."""
-    from coadapt.live.speed import observed_speed
-    from coadapt.policies.replay import ReplayPolicy
-    from coadapt.report.simlive import compare_dirs
-    from coadapt.report.simlive_view import format_comparison, write_outputs
-    from coadapt.sim.costs import refine_profiles
-    from coadapt.sim.run import simulate_policy
-
-    if costs is None:
-        log.warning("comparing without measured live costs: run 'coadapt calibrate' first")
-        kinds = {"sim": COMPARISONS["sim"]}
-    else:
-        kinds = COMPARISONS
-    apps = {j.name: j.application for j in workload.jobs}
-    truth = refine_profiles(profiles, costs) if costs is not None else profiles
-    configs = {a: {(p.workers, p.local_bsz) for p in t.steps}
-               for a, t in costs.types.items()} if costs is not None else None
-    speeds = {name: {"calibrated": 1.0,
-                     "measured": observed_speed(out / name, truth, apps, configs)}
-              for name in names}
-    (out / "speed.json").write_text(json.dumps(speeds, indent=1) + "\n")
-    for kind, (speed, replaying, title) in kinds.items():
-        for name in names:
-            log_path = out / name / "events.jsonl"
-            scaled = None if costs is None else costs.scaled(
-                speeds[name][speed], colocation=speed != "measured")
-            replay = ReplayPolicy.from_log(log_path) if replaying else None
-            simulate_policy(workload, profiles, name, settings, out / kind / name, costs=scaled,
-                            replay=replay)
-        result = compare_dirs(out / kind, out)
-        write_outputs(result, out if kind == "sim" else out / kind)
-        sys.stdout.write(f"\n{title}\n{format_comparison(result)}\n")
-    for name, s in speeds.items():
-        measured = ", ".join(f"{a} {v:.3f}" for a, v in sorted(s["measured"].items()))
-        sys.stdout.write(f"{name}: at the calibrated configurations, steady steps took "
-                         f"{measured or '(none ran there)'} x their calibrated time\n")
-

@@ -14,7 +14,13 @@ discrete-event simulation; every number it prints is SIMULATED). Jobs advance by
 their profile: step time from the measured placements, gradient statistics and
 validation metric from the measured training curves. Policies see only what the
 jobs report. Writes OUT/<policy>/events.jsonl (the event log), jobs.csv and
-summary.json, plus OUT/comparison.csv, and prints a comparison table.
+summary.json, plus OUT/comparison.csv, and prints a comparison table. Each
+log's header records its kind ('simulation', or 'replay' with --replay). OUT
+must not hold a live run (a live.json, or a log whose header says "live"): it
+is refused, and nothing in it is touched.
+
+The Pollux study's options are one preset (flags given as well win):
+  coadapt simulate --preset osdi21 --cluster 16x4 --profiles adaptdl:DIR ...
 """
 
 
@@ -53,6 +59,24 @@ def _fail(message: str) -> int:
     return 2
 
 
+def holds_live_run(out: Path) -> str | None:
+    """Why ``out`` holds a live run (its ``live.json``, or a log whose header
+    says mode "live"), or None: a simulation writing there would replace it."""
+    if (out / "live.json").exists():
+        return f"{out / 'live.json'} exists"
+    for path in [out / "events.jsonl", *sorted(out.glob("*/events.jsonl"))]:
+        if not path.is_file():
+            continue
+        try:
+            with path.open() as f:
+                header = json.loads(f.readline() or "{}")
+        except (OSError, ValueError, UnicodeDecodeError):
+            return f"{path} exists and has no readable header"
+        if not isinstance(header, dict) or header.get("mode") == "live":
+            return f"{path} is a live run's log"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from coadapt.data.workload import WorkloadError, load_workload
     from coadapt.engine.limits import declared_limits
@@ -66,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.sim.costs import CostError, resolve_costs
     from coadapt.sim.run import simulate_policy
 
+    out = Path(args.out)
+    live = holds_live_run(out)
+    if live is not None:
+        return _fail(f"--out {out}: holds a live run ({live}); a simulation would overwrite it. "
+                     f"Nothing was changed; choose another --out (e.g. {out.parent / 'sim'})")
     names = policy_names() if args.policy == "all" else args.policy.split(",")
     if args.replay is not None:
         recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
@@ -88,15 +117,17 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ProfileError, WorkloadError, CostError) as exc:
         return _fail(str(exc))
     cluster = settings.cluster
-    out = Path(args.out)
+    kind = "replay" if args.replay else "simulation"
     summaries = []
     for name in names:
         summaries.append(simulate_policy(workload, profiles, name, settings, out / name,
-                                         costs=costs, replay=replays.get(name)))
+                                         costs=costs, replay=replays.get(name), kind=kind))
     write_comparison(summaries, out)
+    preset = f", preset {args.preset}" if getattr(args, "preset", None) else ""
     sys.stdout.write(format_table(
-        summaries, f"SIMULATED: {workload.name} on {cluster} ({len(workload.jobs)} jobs, "
-        f"profiles {args.profiles}{', live costs' if costs else ''}"
+        summaries, f"SIMULATED ({kind}): {workload.name} on {cluster} ({len(workload.jobs)} "
+        f"jobs, profiles {args.profiles}{', live costs' if costs else ''}{preset}, "
+        f"efficiency truth {settings.efficiency_truth}"
         f"{', replaying ' + args.replay if args.replay else ''})") + "\n")
     sys.stdout.write(f"results in {out}/\n")
     logging.getLogger(__name__).info("summaries: %s", json.dumps(summaries))

@@ -31,6 +31,7 @@ class RunSettings:
     observation_noise: float = 0.0  # S: modeled jobs' report error in measured spreads (0: off)
     efficiency_truth: str = "curves"  # modeled jobs' statistical efficiency: measured curves
     # where the profile has them, else the gain formula ("formula": always the formula)
+    preset: str | None = None  # the named option set these settings came from (runs.options)
 
     def __post_init__(self) -> None:
         check_observation_noise(self.observation_noise)
@@ -49,7 +50,7 @@ class RunSettings:
                 "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
                 "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
                 "observation_noise": self.observation_noise,
-                "efficiency_truth": self.efficiency_truth}
+                "efficiency_truth": self.efficiency_truth, "preset": self.preset}
 
 
 def check_observation_noise(scale: float) -> float:

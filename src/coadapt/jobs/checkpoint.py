@@ -17,45 +17,17 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from coadapt.data.atomic import TMP_PREFIX, atomic_write_bytes
+
 CKPT_FILE = "ckpt.pt"
 JOB_FILE = "job.json"
 STATUS_FILE = "status.json"
 CONTROL_FILE = "control.json"
-TMP_PREFIX = ".tmp-"
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, rename over ``path``,
-    fsync the directory. The temp file is removed if anything fails."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + path.name + ".", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
 
 
 def atomic_save(obj: Any, path: str | Path) -> int:

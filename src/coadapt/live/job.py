@@ -61,6 +61,7 @@ class LiveJob:
     last_failure: str = ""
     recent: list[tuple[float, float]] = field(default_factory=list)  # (t, progress)
     skip_until_step: int = 0  # run_step up to which step times are warm-up
+    bad_events: int = 0  # malformed worker events skipped
     _tail: EventTail | None = None
     _needs_resume_event: bool = False
 
@@ -84,6 +85,12 @@ class LiveJob:
     def apply(self, a: Assignment, now: float) -> bool:
         r = self.record
         current = r.allocation or (0,) * len(a.allocation)
+        if a.allocation != current and self.state == "verifying":
+            # The job only finishes (cores held until it exits, as the policy's
+            # next holder will find); no group is relaunched, so no restart.
+            r.accrue(now)
+            r.allocation = a.allocation if sum(a.allocation) else ()
+            return True
         if a.allocation != current:
             r.accrue(now)
             r.set_allocation(a.allocation if sum(a.allocation) else ())
@@ -136,16 +143,16 @@ class LiveJob:
     def poll(self, now: float) -> None:
         """Read new worker events, notice the group's end, launch when cores are free."""
         if self.launch is not None:
-            for e in self._tail.read():
-                self._ingest(e)
+            self._read_events()
             group = self.launch.group
             res = group.poll()
             if res is None and self.state != "verifying" and group.verifying:
                 self.state = "verifying"
             if res is not None:
-                for e in self._tail.read():
-                    self._ingest(e)
-                self._ended(res, now)
+                self._read_events()
+                # The engine's realtime clock lags the wall clock by up to a
+                # poll; worker events are placed on the wall clock, so is this.
+                self._ended(res, max(now, self.backend.now()))
         if self.state == "pending" and not self.backend.interrupting:
             self._try_launch(now)
 
@@ -226,9 +233,20 @@ class LiveJob:
         """Rebuild observations, progress and validations from the job's own
         events (a resumed run), without logging them again."""
         self.validations = 0
-        for e in self._tail.read():
-            self._ingest(e, quiet=True)
+        self._read_events(quiet=True)
         self.record.progress = self.checkpoint_progress
+
+    def _read_events(self, *, quiet: bool = False) -> None:
+        """Ingest new worker events; one that lacks a field or holds a wrong
+        type is skipped with a warning naming the file, not the end of the run."""
+        for e in self._tail.read():
+            try:
+                self._ingest(e, quiet=quiet)
+            except (KeyError, TypeError, ValueError) as exc:
+                self.bad_events += 1
+                if self.bad_events <= 3:
+                    log.warning("%s: skipped a malformed worker event (%s: %s): %.200s",
+                                self.events_path, type(exc).__name__, exc, e)
 
     # ---------------------------------------------------------------- events
     def _t(self, e: dict[str, Any]) -> float:

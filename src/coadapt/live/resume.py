@@ -75,8 +75,11 @@ def restore_jobs(state: ResumeState, backend: Any,
         elif kind == "complete" and name in jobs:
             jobs[name].record.completed_at = e["t"]
             jobs[name].state = "done"
-        elif kind == "fail" and e.get("fatal") and name in jobs:
-            jobs[name].state = "failed"
+        elif kind == "fail" and name in jobs:
+            if e.get("fatal"):
+                jobs[name].state = "failed"
+            else:  # retries are counted across the interruption, not reset by it
+                jobs[name].failures = max(jobs[name].failures, int(e.get("failures", 0)))
     for job in jobs.values():
         job.record.last_t = state.t_end
         job.replay()

@@ -17,7 +17,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ class LivePlan:
     out_dir: Path  # OUT/<policy>
     profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
     costs: LiveCosts | None = None  # for the simulated T_iso yardstick
+    header: Mapping[str, Any] = field(default_factory=dict)  # calibration, prediction digest
 
 
 class AlreadyRun(ValueError):
@@ -155,7 +156,8 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                 host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
                 pid=os.getpid(), live={"targets": dict(plan.live.targets),
                                        "eval_every": dict(plan.live.eval_every),
-                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries})
+                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries},
+                **plan.header)
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
                       pid=os.getpid())

@@ -26,6 +26,7 @@ median alone. Everything raw is kept in ``meta.samples``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -37,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,8 @@ from coadapt.jobs.group import THREAD_ENV, Group, RunConfig
 from coadapt.jobs.procs import helper_preexec
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.jobs.warm import warm_caches
-from coadapt.sim.costs import LiveCosts, StepPoint, TypeCosts
+from coadapt.profiles.profile import AppProfile
+from coadapt.sim.costs import LiveCosts, StepPoint, TypeCosts, machine_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -297,40 +299,118 @@ def measure_pairs(apps: Sequence[str], root: Path, s: CalibrationSettings,
     return factors, raw
 
 
+MIN_COLOCATION_SAMPLES = 5
+
+
+def _charged(alone: Sequence[float], beside: Sequence[float], seed: int = 0) -> float:
+    """median(beside) / median(alone) if a bootstrap 95% interval of that
+    ratio excludes 1 and there are at least MIN_COLOCATION_SAMPLES beside;
+    else 1.0. Two samples swung +-20% on a shared machine here: a factor (and
+    above all a speed-up) is charged only when measured beyond the noise."""
+    import numpy as np
+
+    a, b = np.asarray(alone, float), np.asarray(beside, float)
+    if len(b) < MIN_COLOCATION_SAMPLES or len(a) < 2:
+        return 1.0
+    rng = np.random.default_rng(seed)
+    ratios = (np.median(rng.choice(b, (2000, len(b))), axis=1)
+              / np.median(rng.choice(a, (2000, len(a))), axis=1))
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(np.median(b) / np.median(a)) if lo > 1.0 or hi < 1.0 else 1.0
+
+
 def colocation_factors(apps: Sequence[str], alone: dict[str, list[float]],
                        beside: dict[tuple[str, str], list[float]]) -> dict[str, dict[str, float]]:
-    """Median step next to each type over the median alone, and ``any``: over
-    every neighbour pooled. Single pairs swing by +-20% on a shared machine
-    (two runs of one pair differed that much here); the pooled median is what
-    the simulator charges."""
+    """Per type, the factor next to each type and ``any`` (every neighbour
+    pooled, what the simulator charges), each only where it is measured
+    beyond the noise (:func:`_charged`); 1.0 otherwise."""
     out = {}
     for a in apps:
-        base = statistics.median(alone[a])
-        out[a] = {b: statistics.median(beside[(a, b)]) / base for b in apps}
-        out[a]["any"] = statistics.median(v for b in apps for v in beside[(a, b)]) / base
+        out[a] = {b: _charged(alone[a], beside[(a, b)]) for b in apps}
+        out[a]["any"] = _charged(alone[a], [v for b in apps for v in beside[(a, b)]])
     return out
+
+
+def grid_factors(points: Sequence[StepPoint], profile: AppProfile
+                 ) -> tuple[float, float, float | None]:
+    """(compute factor, sync factor, compute spread): the calibrated steady
+    compute and sync over the profile's at the same configurations (median
+    over them), and the factors' relative half-range. The simulator applies
+    them to the whole grid."""
+    comp, sync = [], []
+    for p in points:
+        step, s = (float(x) for x in profile.throughput((p.workers,), p.local_bsz))
+        if step - s > 0:
+            comp.append((p.step - p.sync) / (step - s))
+        if p.workers > 1 and s > 0 and p.sync > 0:
+            sync.append(p.sync / s)
+    if not comp:
+        return 1.0, 1.0, None
+    cf = statistics.median(comp)
+    spread = (max(comp) - min(comp)) / 2 / cf if len(comp) > 1 else None
+    return cf, statistics.median(sync) if sync else cf, spread
 
 
 def calibrate(apps: Sequence[str], out: Path, s: CalibrationSettings,
               steps: dict[str, float] | None = None,
               tick: Callable[[str], None] = lambda _n: None,
-              workdir: Path | None = None) -> LiveCosts:
-    """Measure every cost for ``apps`` and write ``out`` (live-costs.json)."""
+              workdir: Path | None = None,
+              profiles: Mapping[str, AppProfile] | None = None,
+              pairs: bool = True) -> LiveCosts:
+    """Measure every cost for ``apps`` and write ``out`` atomically; with
+    ``profiles``, per type the compute and sync factors against them."""
+    t0 = time.monotonic()
     warm_caches()
     with tempfile.TemporaryDirectory(prefix="coadapt-calibrate-", dir=workdir) as tmp:
         root = Path(tmp)
         per_type, raw = {}, {}
         for app in apps:
             per_type[app], raw[app] = measure_type(app, root, s, (steps or {}).get(app), tick)
-        factors, pair_raw = measure_pairs(apps, root, s, tick)
-    types = {app: TypeCosts(c.start, c.restart, c.eval, c.verify, factors[app], c.steps)
-             for app, c in per_type.items()}
+        if pairs:
+            factors, pair_raw = measure_pairs(apps, root, s, tick)
+        else:
+            factors, pair_raw = {}, {"note": "not measured (quick): charged as 1.0"}
+    types = {}
+    for app, c in per_type.items():
+        cf, sf, spread = (grid_factors(c.steps, profiles[app]) if profiles and app in profiles
+                          else (1.0, 1.0, None))
+        types[app] = TypeCosts(c.start, c.restart, c.eval, c.verify, factors.get(app, {}),
+                               c.steps, cf, sf, spread)
     meta = {"source": str(out), "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "host": socket.gethostname(), "cores": list(s.cores), "settings": {
-                "phase_s": s.phase_s, "pair_s": s.pair_s,
+            "host": socket.gethostname(), "machine": machine_fingerprint(),
+            "cores": list(s.cores), "wall_s": round(time.monotonic() - t0, 1), "settings": {
+                "phase_s": s.phase_s, "pair_s": s.pair_s, "pairs": pairs,
                 "cycle": [list(c) for c in s.cycle], "verify_repeats": s.verify_repeats},
             "samples": {"types": raw, "pairs": pair_raw}}
     costs = LiveCosts(types, meta)
     out.parent.mkdir(parents=True, exist_ok=True)
     costs.save(out)
     return costs
+
+
+QUICK = CalibrationSettings(phase_s=3.0, pair_s=3.0, validations_per_phase=2.0,
+                            cycle=((1, 1), (2, 2), (1, 4)), verify_repeats=1)
+
+
+def quick_phases(apps: Sequence[str]) -> int:
+    """How many ticks :func:`quick_calibration` makes (for a progress bar)."""
+    return len(apps) * (len(QUICK.cycle) + 2)
+
+
+def quick_calibration(apps: Sequence[str], out: Path,
+                      profiles: Mapping[str, AppProfile] | None,
+                      tick: Callable[[str], None] = lambda _n: None) -> LiveCosts:
+    """The calibration ``coadapt live`` runs first (about 2-3 minutes for the
+    four types on 2 cores): per type three short phases (1 worker at M0, 2 at
+    2 M0, 1 at 4 M0: a start, two restarts, validations, steady steps), one
+    verification and a fresh 2-worker start; no co-location pairs (charged as
+    1.0: too few samples to tell from noise in that time)."""
+    from coadapt.live.cores import usable_cores
+
+    cores = usable_cores()
+    if len(cores) < 2:
+        raise ValueError(f"calibration needs 2 cores; this machine has {len(cores)} usable")
+    steps = {a: float(p.throughput((1,), p.init_batch_size)[0])
+             for a, p in (profiles or {}).items() if a in apps}
+    s = dataclasses.replace(QUICK, cores=(cores[0], cores[1]))
+    return calibrate(apps, out, s, steps, tick, profiles=profiles, pairs=False)

@@ -23,20 +23,21 @@ class Fixed:
 
     def decide(self, snap: Snapshot) -> Decision:
         total = snap.total_slots
-        used = sum(j.replicas for j in snap.jobs)
-        counts: dict[str, int] = {}
-        blocked = False
+        current = {j.name: j.allocation for j in snap.jobs if j.replicas}
+        counts: dict[str, int] = {j.name: j.replicas for j in snap.jobs if j.replicas}
+        placed = pack(counts, snap.slots_per_node, current)
         for job in snap.jobs:
-            want = min(job.requested_replicas, total)
             if job.replicas:
-                counts[job.name] = job.replicas
-            elif not blocked and used + want <= total:
-                counts[job.name] = want
-                used += want
-            else:
-                blocked = True
-        placed = pack(counts, snap.slots_per_node,
-                      {j.name: j.allocation for j in snap.jobs if j.replicas})
+                continue
+            # Strict FIFO: the head waiting job must *place* (not merely fit by
+            # count: fragmentation and the one-multi-node-job rule can refuse
+            # it), otherwise nobody behind it starts.
+            trial = {**counts, job.name: min(job.requested_replicas, total)}
+            trial_placed = pack(trial, snap.slots_per_node, current)
+            alloc = trial_placed.get(job.name)
+            if alloc is None or sum(alloc) != trial[job.name]:
+                break
+            counts, placed = trial, trial_placed
         # Gang semantics: a job that could not get all its slots waits.
         out: Decision = {}
         for job in snap.jobs:

@@ -45,15 +45,15 @@ class Tiresias:
         for name, job in jobs.items():
             if name in self._running:
                 self._executed[name] += now - self._last_check[name]
-                if name in self._q0 and self._executed[name] * job.requested_replicas >= \
-                        self.config.tiresias_threshold:
+                need = min(job.requested_replicas, snap.total_slots)
+                if name in self._q0 and self._executed[name] * need >= self.config.tiresias_threshold:
                     self._q0.remove(name)
                     self._q1.append(name)
             self._last_check[name] = now
         budget = snap.total_slots
         running: list[str] = []
         for name in self._q0 + self._q1:
-            need = jobs[name].requested_replicas
+            need = min(jobs[name].requested_replicas, snap.total_slots)
             if need <= budget:
                 running.append(name)
                 budget -= need
@@ -62,12 +62,12 @@ class Tiresias:
         decision: Decision = {}
         for name in running:  # keep placements of jobs that stay
             alloc = jobs[name].allocation
-            if sum(alloc) == jobs[name].requested_replicas:
+            if sum(alloc) == min(jobs[name].requested_replicas, snap.total_slots):
                 free -= np.array(alloc)
                 decision[name] = Assignment(alloc, jobs[name].requested_batch)
         for name in running:
             if name not in decision:
-                alloc = spread_most_free(jobs[name].requested_replicas, free)
+                alloc = spread_most_free(min(jobs[name].requested_replicas, snap.total_slots), free)
                 assert alloc is not None
                 decision[name] = Assignment(alloc, jobs[name].requested_batch)
         return decision

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from coadapt.profiles.efficiency import SamplesToTarget
 from coadapt.profiles.profile import AppProfile, ProfileError, Spread
 from coadapt.profiles.tables import read_csv_checked
 
@@ -308,7 +309,16 @@ def to_app_profile(profile: CpuProfile) -> AppProfile:
         placements=profile.placements, scalability=None, validation=profile.validation,
         completion_epochs=None, target=meta.target, higher_is_better=meta.higher_is_better,
         source=source, spread=measured_spread(profile.timings, profile.curves),
+        samples_to_target=_samples_to_target(profile),
     )
+
+
+def _samples_to_target(profile: CpuProfile) -> SamplesToTarget | None:
+    where = f"{profile.path / 'profile.json' if profile.path else 'profile.json'}"
+    try:
+        return SamplesToTarget.from_profile_json(profile.info.get("curves") or {}, where)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
 
 
 def load_cpu_profile(path: str | Path) -> AppProfile:

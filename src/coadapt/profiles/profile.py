@@ -21,6 +21,7 @@ from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import PerfParams, fit_perf_params
 from coadapt.models.goodput import step_time as model_step_time
 from coadapt.profiles import extrapolate
+from coadapt.profiles.efficiency import MeasuredEfficiency, SamplesToTarget
 
 
 class ProfileError(ValueError):
@@ -69,6 +70,7 @@ class AppProfile:
     higher_is_better: bool = True
     source: str = ""
     spread: Spread = field(default_factory=Spread)
+    samples_to_target: SamplesToTarget | None = None  # measured runs to target (CPU profiles)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- throughput
@@ -181,6 +183,14 @@ class AppProfile:
         st = model_step_time(perf, n, r, m, np.zeros(len(m)))
         acc = perf[0] + perf[1] * m
         return np.column_stack([st, np.maximum(st - acc, 0.0)])
+
+    @cached_property
+    def measured_efficiency(self) -> MeasuredEfficiency | None:
+        """The simulator's efficiency truth from measured runs to target, where
+        the profile has them (``profiles.efficiency``); None: the formula only."""
+        if self.samples_to_target is None or self.target is None:
+            return None
+        return MeasuredEfficiency(self.samples_to_target, self)
 
     # ------------------------------------------------------------ validation data
     @cached_property

@@ -6,6 +6,12 @@ and the same event kinds, so the comparison is a join of two sets of logs on
 lists and frames, so it is tested without touching the disk; the files, the
 figure and the printed table are in :mod:`coadapt.report.simlive_view`.
 
+Two runs are compared only if they ran the same workload under the same
+settings (:data:`COMPARED_FIELDS` of each log header); otherwise the error
+would measure the difference in settings, not the simulator. The simulated
+side's ``run_kind`` header field names what it is (:data:`KIND_TITLES`), and
+every output carries that name.
+
 Errors are relative to live: ``(sim - live) / live``. Means, medians and makespans
 are taken over the *matched* jobs (finished on both sides), so both sides describe
 the same set of jobs; jobs missing or unfinished on either side are listed, never
@@ -34,6 +40,19 @@ SIM_LABEL = "simulated"
 LIVE_LABEL = "live"
 BAND = 0.10  # the +-10% band drawn around y = x
 
+# Header fields (RunSettings.describe() and the workload) that must agree.
+COMPARED_FIELDS = ("workload", "cluster", "network", "interval", "seed", "restart_delay",
+                   "start_node", "tiresias_threshold", "p", "observation_noise")
+# What the simulated side is; the key is its log header's run_kind.
+KIND_TITLES = {
+    "prediction": "prediction (simulated before the run, calibrated)",
+    "sim-measured": "sim-measured (re-simulated at the run's measured speed)",
+    "replay": "replay (the live decisions replayed in simulation)",
+    "simulation": "simulation (plain)",
+    "live": "live (another live run: run-to-run spread)",
+}
+DEFAULT_KIND = "simulation"  # logs written before run_kind existed
+
 JOB_SCHEMA = {"policy": pl.Utf8, "job": pl.Utf8, "application": pl.Utf8,
               "jct_sim": pl.Float64, "jct_live": pl.Float64, "rel_err": pl.Float64,
               "status": pl.Utf8}
@@ -51,6 +70,8 @@ class RunInfo:
     mode: str | None
     workload: str | None
     cluster: str | None
+    kind: str | None = None  # header run_kind (simulated logs)
+    settings: dict[str, Any] = field(default_factory=dict)  # COMPARED_FIELDS it has
 
 
 @dataclass
@@ -111,12 +132,17 @@ class Comparison:
     live_runs: dict[str, RunInfo] = field(default_factory=dict)
     only_sim: list[str] = field(default_factory=list)
     only_live: list[str] = field(default_factory=list)
+    kind: str = DEFAULT_KIND  # what the simulated side is (KIND_TITLES)
+
+    @property
+    def kind_title(self) -> str:
+        return KIND_TITLES.get(self.kind, self.kind)
 
     def summary_rows(self) -> list[dict[str, Any]]:
         """One flat row per policy (lists joined) for the CSV summary."""
         rows = []
         for p in self.policies:
-            row = asdict(p)
+            row = {"kind": self.kind, **asdict(p)}
             for key in ("missing_sim", "missing_live", "unfinished_sim", "unfinished_live"):
                 row[key] = " ".join(row[key])
             rows.append(row)
@@ -131,7 +157,8 @@ class Comparison:
                     "clusters": sorted({r.cluster for r in runs.values() if r.cluster}),
                     "runs": {k: asdict(v) for k, v in sorted(runs.items())}}
 
-        return {"sim": side(self.sim_dir, self.sim_runs),
+        return {"kind": self.kind, "kind_title": self.kind_title,
+                "sim": side(self.sim_dir, self.sim_runs),
                 "live": side(self.live_dir, self.live_runs),
                 "policies": [_finite(asdict(p)) for p in self.policies],
                 "ranking": _finite(asdict(self.ranking)),
@@ -146,7 +173,8 @@ def run_info(path: str | Path, events: Sequence[Event]) -> RunInfo:
     header = events[0] if events and events[0].get("kind") == "header" else {}
     cluster = header.get("cluster")
     return RunInfo(str(path), header.get("mode"), header.get("workload"),
-                   None if cluster is None else str(cluster))
+                   None if cluster is None else str(cluster), header.get("run_kind"),
+                   {k: header[k] for k in COMPARED_FIELDS if k in header})
 
 
 def _ratio_err(sim: float | None, live: float | None) -> float | None:
@@ -254,22 +282,67 @@ def rank_policies(policies: Sequence[PolicyComparison]) -> Ranking:
     return ranking
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal, numbers up to float noise (a value that went through JSON)."""
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
 def check_comparable(sim_runs: Mapping[str, RunInfo], live_runs: Mapping[str, RunInfo]) -> None:
-    """Refuse runs of different workloads (their jobs share names by accident
-    only); warn on different clusters or unexpected modes, which can be intended."""
+    """Refuse runs whose workload or settings differ (:data:`COMPARED_FIELDS`):
+    jobs of another workload share names by accident, and another interval,
+    seed or restart delay makes the error a difference of settings. A field an
+    older log lacks is warned about and not checked. The live side must be live."""
     for policy in sorted(set(sim_runs) & set(live_runs)):
         s, li = sim_runs[policy], live_runs[policy]
+        if li.mode != "live":
+            raise CompareError(f"{li.path}: header mode is {li.mode!r}, not 'live'; --live "
+                               "takes the folder of a 'coadapt live' run")
         if s.workload != li.workload:
             raise CompareError(
                 f"{s.path} (workload {s.workload!r}) and {li.path} (workload {li.workload!r}) "
                 "ran different workloads; compare runs of the same workload")
-        if s.cluster != li.cluster:
-            log.warning("%s: cluster differs: simulated %s (%s), live %s (%s)", policy,
-                        s.cluster, s.path, li.cluster, li.path)
-        if s.mode != "simulate":
+        missing = []
+        for key in COMPARED_FIELDS:
+            if key not in s.settings or key not in li.settings:
+                missing.append(key)
+                continue
+            a, b = s.settings[key], li.settings[key]
+            if not _same(a, b):
+                raise CompareError(
+                    f"{policy}: {key} differs: {a!r} in {s.path}, {b!r} in {li.path}; the "
+                    f"error would measure the different {key}, not the simulator: "
+                    f"re-simulate with the live run's {key}")
+        if missing:
+            log.warning("%s: not checked (missing from %s or %s, older logs?): %s", policy,
+                        s.path, li.path, ", ".join(missing))
+        if s.mode not in ("simulate", "live"):
             log.warning("%s: header mode is %r, not 'simulate'", s.path, s.mode)
-        if li.mode != "live":
-            log.warning("%s: header mode is %r, not 'live'", li.path, li.mode)
+
+
+def comparison_kind(sim_runs: Mapping[str, RunInfo], policies: Sequence[str]) -> str:
+    """What the simulated side is: its headers' run_kind ('live' for a live
+    run); one kind per comparison, else :class:`CompareError`."""
+    kinds: dict[str, list[str]] = {}
+    for policy in policies:
+        r = sim_runs[policy]
+        kind = "live" if r.mode == "live" else r.kind
+        if kind is None:
+            log.warning("%s: header has no run_kind (an older log); taken as %r", r.path,
+                        DEFAULT_KIND)
+            kind = DEFAULT_KIND
+        kinds.setdefault(kind, []).append(policy)
+    if len(kinds) > 1:
+        raise CompareError("the simulated runs are of different kinds ("
+                           + "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(kinds.items()))
+                           + "); compare one kind at a time")
+    (kind,) = kinds
+    if kind == "live":
+        log.warning("comparing two live runs: the 'simulated' side is live")
+    return kind
 
 
 def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence[Event]],
@@ -283,6 +356,7 @@ def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence
             f"no policy in both {sim_dir} ({', '.join(sorted(sim)) or 'none'}) and "
             f"{live_dir} ({', '.join(sorted(live)) or 'none'})")
     check_comparable(sim_runs, live_runs)
+    kind = comparison_kind(sim_runs, common)
     only_sim, only_live = sorted(set(sim) - set(live)), sorted(set(live) - set(sim))
     if only_sim or only_live:
         log.warning("policies not compared: only simulated: %s; only live: %s",
@@ -297,7 +371,7 @@ def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence
     return Comparison(sim_dir=str(sim_dir), live_dir=str(live_dir), policies=results,
                       jobs=pl.concat(frames), ranking=rank_policies(results),
                       sim_runs=sim_runs, live_runs=live_runs,
-                      only_sim=only_sim, only_live=only_live)
+                      only_sim=only_sim, only_live=only_live, kind=kind)
 
 
 # ---------------------------------------------------------------- disk
@@ -327,7 +401,8 @@ def load_results(root: str | Path) -> dict[str, list[Event]]:
 
 
 def compare_dirs(sim_dir: str | Path, live_dir: str | Path) -> Comparison:
-    """Load both results folders and compare them; raises :class:`CompareError`."""
+    """Load both results folders and compare them; raises :class:`CompareError`.
+    The result's ``kind`` is the simulated side's header run_kind."""
     return compare_runs(load_results(sim_dir), load_results(live_dir), str(sim_dir), str(live_dir))
 
 

@@ -4,25 +4,77 @@ One set of CPU defaults for ``simulate``, ``live`` and ``experiment``: 2-slot
 nodes like the profiled machine with a 10 Gbit/s network between them,
 15-s rounds, the restart delay that ``coadapt calibrate`` measured, new jobs
 starting on up to one node, and a Tiresias threshold scaled to the workload.
-The Pollux paper's settings are one flag each (``--cluster 16x4 --interval 60
---restart-delay 30 --new-jobs one --tiresias-threshold 57600``).
+The Pollux study's settings are one preset, ``--preset osdi21`` (``--new-jobs one
+--tiresias-threshold 57600 --interval 60 --restart-delay 30``; the cluster stays
+an option: the study's is ``--cluster 16x4``). A flag given on the command line
+wins over the preset, in either order: every option the preset sets defaults to
+a marked value (see :func:`given`), so the preset knows what was typed.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.data.workload import Workload
-from coadapt.engine.run import RunSettings, check_observation_noise
+from coadapt.engine.run import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
 from coadapt.models.batching import JobLimits
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
 
 FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
+
+# The Pollux study (OSDI '21, and its reference simulator): new jobs start on one
+# slot, Tiresias demotes after 16 slot-hours, 60-s rounds, a 30-s restart.
+PRESETS: dict[str, dict[str, Any]] = {
+    "osdi21": {"new_jobs": "one", "tiresias_threshold": str(16 * 3600), "interval": 60.0,
+               "restart_delay": 30.0},
+}
+
+
+class _UnsetFloat(float):
+    """A float default the user did not type (a typed value is a plain float)."""
+
+
+class _UnsetStr(str):
+    """A string default the user did not type."""
+
+
+def given(value: object) -> bool:
+    """Was ``value`` typed on the command line (or set by a preset), not a default?
+    None is the restart delay's default ('the measured one'); no flag types it."""
+    return value is not None and not isinstance(value, (_UnsetFloat, _UnsetStr))
+
+
+class _PresetAction(argparse.Action):
+    """Fill in the preset's options that are still at their defaults; a flag
+    typed before ``--preset`` is kept, one typed after overrides the preset."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        for key, value in PRESETS[values].items():
+            if not given(getattr(namespace, key, None)):
+                setattr(namespace, key, value)
+
+
+def apply_preset(args: argparse.Namespace) -> argparse.Namespace:
+    """A namespace whose preset options are filled in where not given; for
+    namespaces built without the parser
+    (``argparse.Namespace(**spec)``), where :class:`_PresetAction` never ran."""
+    values = dict(vars(args))
+    preset = values.get("preset")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"--preset {preset!r}: expected one of {', '.join(PRESETS)}")
+        for key, value in PRESETS[preset].items():
+            if key not in values or not given(getattr(args, key)):
+                values[key] = value
+    return argparse.Namespace(**values)
 
 
 def _bandwidths(text: str) -> list[float]:
@@ -49,15 +101,19 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                        "(default 10)")
     p.add_argument("--latency", type=float, default=50.0, metavar="US",
                    help="per-hop network latency in microseconds (default 50)")
-    p.add_argument("--interval", type=float, default=15.0,
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, action=_PresetAction,
+                   help="a study's options: 'osdi21' is the Pollux study's (--new-jobs one "
+                   "--tiresias-threshold 57600 --interval 60 --restart-delay 30); flags given "
+                   "as well win over it")
+    p.add_argument("--interval", type=float, default=_UnsetFloat(15.0),
                    help="scheduling round length in seconds (default 15)")
     p.add_argument("--restart-delay", type=float, default=None,
                    help="restart delay the policies assume (and that jobs pay without measured "
                    f"costs); default: the median measured restart, else {FALLBACK_RESTART:g} s")
-    p.add_argument("--new-jobs", choices=("node", "one"), default="node",
+    p.add_argument("--new-jobs", choices=("node", "one"), default=_UnsetStr("node"),
                    help="a job that never ran may start on up to one node (or its request): "
                    "'node' (default), or on one slot as in the Pollux study: 'one'")
-    p.add_argument("--tiresias-threshold", default="auto", metavar="auto|SLOT_SECONDS",
+    p.add_argument("--tiresias-threshold", default=_UnsetStr("auto"), metavar="auto|SLOT_SECONDS",
                    help="Tiresias's queue threshold; 'auto' (default): the median job's "
                    "service at its request, estimated from the profiles")
     p.add_argument("--p", type=float, default=-1.0, dest="power",
@@ -69,6 +125,12 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                    "repeats and seeds; the simulated truth and the fairness yardstick stay "
                    "exact; draws follow the run's seed and the job name. 0 (default) is off; "
                    "live runs report real measurements and refuse it")
+    p.add_argument("--efficiency-truth", choices=EFFICIENCY_TRUTHS, default="curves",
+                   help="the simulator's truth for statistical efficiency: 'curves' (default), "
+                   "the measured training curves where the profile has them (samples to target "
+                   "per batch size), else the gain formula; 'formula', Pollux's gain formula "
+                   "always (the policies' own model). Simulation only: a live run's jobs train "
+                   "for real, but its prediction is simulated with it")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
@@ -91,7 +153,8 @@ def tiresias_threshold(workload: Workload, profiles: Mapping[str, AppProfile],
 def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str, AppProfile],
              limits: Mapping[str, JobLimits], costs: LiveCosts | None,
              show_progress: bool = True) -> RunSettings:
-    """RunSettings from the options; ValueError names the bad one."""
+    """RunSettings from the options (a preset filled in); ValueError names the bad one."""
+    args = apply_preset(args)
     cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
     if args.interval <= 0:
         raise ValueError("--interval must be > 0 seconds")
@@ -112,6 +175,16 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
             raise ValueError(f"--tiresias-threshold {args.tiresias_threshold!r}: expected "
                              "'auto' or slot-seconds") from None
     noise = check_observation_noise(getattr(args, "observation_noise", 0.0))  # older specs lack it
-    return RunSettings(cluster, args.interval, delay, args.seed, args.power,
+    return RunSettings(cluster, float(args.interval), float(delay), args.seed, args.power,
                        show_progress=show_progress, start_node=args.new_jobs == "node",
-                       tiresias_threshold=threshold, observation_noise=noise)
+                       tiresias_threshold=threshold, observation_noise=noise,
+                       efficiency_truth=getattr(args, "efficiency_truth", None) or "curves",
+                       preset=getattr(args, "preset", None))
+
+
+def parse_options(argv: Sequence[str], cluster: str = "8x2") -> argparse.Namespace:
+    """The engine options alone, parsed from ``argv`` (e.g. ``["--preset", "osdi21"]``):
+    for scripts that build settings the way the commands do."""
+    p = argparse.ArgumentParser(prog="coadapt-options", add_help=False)
+    add_options(p, cluster)
+    return p.parse_args(list(argv))

@@ -26,6 +26,7 @@ from coadapt.engine.backend import EngineContext
 from coadapt.engine.record import JobRecord
 from coadapt.engine.run import check_observation_noise
 from coadapt.models.batching import JobLimits
+from coadapt.profiles.efficiency import MeasuredEfficiency
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
 from coadapt.sim.job import ModeledJob, ReportNoise
@@ -54,6 +55,15 @@ class ModeledBackend:
 
     def bind(self, ctx: EngineContext) -> None:
         self.ctx = ctx
+
+    def measured_efficiency(self, profile: AppProfile) -> MeasuredEfficiency | None:
+        """The efficiency truth's correction for ``profile``: the measured runs
+        to target under ``efficiency_truth == "curves"`` where the profile has
+        them; None means Pollux's gain formula is the truth (e.g. the AdaptDL
+        GPU traces, which keep the reference simulator's semantics)."""
+        if self.efficiency_truth != "curves":
+            return None
+        return profile.measured_efficiency
 
     def truth(self, app: str) -> ClusterTruth:
         """The ground truth of one job type on this backend's cluster."""

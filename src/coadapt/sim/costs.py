@@ -12,7 +12,12 @@ charges them when it is given them, and nothing is hand-set.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib.metadata
 import json
+import logging
+import os
+import platform
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,11 +26,38 @@ from typing import Any
 
 import polars as pl
 
+from coadapt.data.atomic import atomic_write_text
 from coadapt.profiles.profile import AppProfile
+
+log = logging.getLogger(__name__)
 
 COSTS_FILE = "live-costs.json"
 FORMAT = "coadapt-live-costs"
-VERSION = 1
+VERSION = 2  # 2: machine fingerprint, per-type compute/sync factors; 1 still loads
+CALIBRATIONS_DIR = Path("out/calibrations")
+
+
+def machine_fingerprint() -> dict[str, Any]:
+    """What makes step times comparable between two machines, read without
+    running anything: CPU model and flags, usable cores, kernel, torch."""
+    model, flags = "unknown", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = value.strip()
+    except OSError:
+        pass
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = None
+    fp = {"cpu_model": model, "flags": hashlib.sha1(flags.encode()).hexdigest()[:12],
+          "cores": len(os.sched_getaffinity(0)), "kernel": platform.release(), "torch": torch}
+    fp["id"] = hashlib.sha1(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
+    return fp
 
 
 class CostError(ValueError):
@@ -69,6 +101,9 @@ class TypeCosts:
     verify: float
     colocation: dict[str, float] = field(default_factory=dict)
     steps: list[StepPoint] = field(default_factory=list)
+    compute_factor: float = 1.0  # calibrated compute / the profile's, at the same configs
+    sync_factor: float = 1.0
+    compute_spread: float | None = None  # relative half-width of compute_factor over configs
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -123,8 +158,15 @@ class LiveCosts:
                 {k: v * f for k, v in t.eval.items()}, t.verify * f,
                 t.colocation if colocation or app not in per else {},
                 [StepPoint(p.workers, p.local_bsz, p.step * f, p.sync * f, p.samples)
-                 for p in t.steps])
+                 for p in t.steps], t.compute_factor * f, t.sync_factor * f, t.compute_spread)
         return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per))
+
+    def machine(self) -> dict[str, Any]:
+        return dict(self.meta.get("machine") or {})
+
+    def is_this_machine(self) -> bool:
+        """Same fingerprint as this machine (a v1 file has none: another machine)."""
+        return self.machine().get("id") == machine_fingerprint()["id"]
 
     def policy_restart_delay(self) -> float:
         """The restart delay a policy should assume: the median measured restart."""
@@ -133,7 +175,7 @@ class LiveCosts:
     def save(self, path: Path) -> None:
         doc = {"format": FORMAT, "version": VERSION, "meta": self.meta,
                "types": {k: v.to_json() for k, v in sorted(self.types.items())}}
-        path.write_text(json.dumps(doc, indent=1) + "\n")
+        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> LiveCosts:
@@ -143,8 +185,8 @@ class LiveCosts:
             raise CostError(f"{path}: not found; run 'coadapt calibrate' to measure it") from None
         except json.JSONDecodeError as exc:
             raise CostError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-        if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-            raise CostError(f"{path}: field 'format' is not {FORMAT} v{VERSION}")
+        if doc.get("format") != FORMAT or doc.get("version") not in (1, VERSION):
+            raise CostError(f"{path}: field 'format' is not {FORMAT} v1 or v{VERSION}")
         types = {}
         for app, t in doc.get("types", {}).items():
             try:
@@ -156,7 +198,11 @@ class LiveCosts:
                     colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()},
                     steps=[StepPoint(int(p["workers"]), int(p["local_bsz"]), float(p["step"]),
                                      float(p["sync"]), int(p.get("samples", 0)))
-                           for p in t.get("steps", [])])
+                           for p in t.get("steps", [])],
+                    compute_factor=float(t.get("compute_factor", 1.0)),
+                    sync_factor=float(t.get("sync_factor", 1.0)),
+                    compute_spread=(None if t.get("compute_spread") is None
+                                    else float(t["compute_spread"])))
             except (KeyError, TypeError, ValueError) as exc:
                 raise CostError(f"{path}: types.{app}: bad or missing field ({exc})") from None
             if not (types[app].start and types[app].restart and types[app].eval):
@@ -167,18 +213,22 @@ class LiveCosts:
 
 def refine_profiles(profiles: Mapping[str, AppProfile],
                     costs: LiveCosts) -> dict[str, AppProfile]:
-    """Profiles whose single-node step table includes the calibration's steady
-    steps (replacing a timing-grid cell at the same configuration): the
-    simulator's truth where live jobs actually run; every step is scaled by
-    ``costs.speed`` (the machine's speed). The profiles on disk are not
-    touched."""
+    """Profiles as this machine runs them: every step of the timing grid with
+    its compute part x the type's ``compute_factor`` and its sync part x
+    ``sync_factor`` (the calibration against the profile, times any measured
+    speed ``scaled`` folded in), then the calibration's own steady steps in
+    place of the grid cells at the same configurations (where live jobs run
+    most). The profiles on disk are not touched."""
     out = dict(profiles)
     for app, prof in profiles.items():
         t = costs.types.get(app)
-        f = costs.speed.get(app, 1.0)
-        if f != 1.0:
+        cf = t.compute_factor if t is not None else costs.speed.get(app, 1.0)
+        sf = t.sync_factor if t is not None else costs.speed.get(app, 1.0)
+        if cf != 1.0 or sf != 1.0:
+            sync = pl.col("sync_time")
             prof = dataclasses.replace(prof, placements=prof.placements.with_columns(
-                pl.col("step_time") * f, pl.col("sync_time") * f), _cache={})
+                (sync * sf + (pl.col("step_time") - sync) * cf).alias("step_time"),
+                sync * sf), _cache={})
             out[app] = prof
         if t is None or not t.steps:
             continue
@@ -196,12 +246,58 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
     return out
 
 
+def this_machines_calibration(root: Path = CALIBRATIONS_DIR) -> Path | None:
+    """The newest calibration in ``root`` whose fingerprint is this machine's."""
+    me = machine_fingerprint()["id"]
+    found = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (doc.get("meta", {}).get("machine") or {}).get("id") == me:
+            found.append((doc["meta"].get("date", ""), path))
+    return max(found)[1] if found else None
+
+
+def describe_calibration(costs: LiveCosts) -> str:
+    """Which machine a calibration describes, and whether it is this one."""
+    m = costs.machine()
+    date = costs.meta.get("date", "undated")
+    src = costs.meta.get("source", "?")
+    if not m:
+        return (f"{src} ({date}, host {costs.meta.get('host', '?')}, no fingerprint): ANOTHER "
+                "machine's; predictions may be off: run 'coadapt calibrate --quick'")
+    what = f"{src} ({date}, {m.get('cpu_model')}, {m.get('cores')} cores)"
+    if costs.is_this_machine():
+        return f"{what}: this machine"
+    return (f"{what}: ANOTHER machine's (this one: {machine_fingerprint()['cpu_model']}); "
+            "predictions may be off: run 'coadapt calibrate --quick'")
+
+
 def resolve_costs(spec: str, profiles: str) -> LiveCosts | None:
-    """The measured live costs to charge (``--live-costs``): ``none``; ``auto``,
-    the profile folder's ``live-costs.json`` when it exists; or a path."""
+    """The machine calibration to charge (``--live-costs``/``--calibration``):
+    ``none``; ``profiles``: the profile folder's ``live-costs.json`` (measured
+    where the profiles were); ``this``: this machine's newest in
+    out/calibrations/; ``auto``: this machine's if there is one, else the
+    profiles' (warned: another machine); or a path (warned if another machine's)."""
+    folder = Path(profiles.partition(":")[2] if ":" in profiles else profiles)
     if spec == "none":
         return None
-    if spec == "auto":
-        path = Path(profiles.partition(":")[2] if ":" in profiles else profiles) / COSTS_FILE
-        return LiveCosts.load(path) if path.exists() else None
-    return LiveCosts.load(Path(spec))
+    if spec in ("this", "auto"):
+        mine = this_machines_calibration()
+        if mine is not None:
+            return LiveCosts.load(mine)
+        if spec == "this":
+            raise CostError(f"{CALIBRATIONS_DIR}: no calibration of this machine "
+                            f"({machine_fingerprint()['cpu_model']}); run "
+                            "'coadapt calibrate --quick' first")
+        path = folder / COSTS_FILE
+        if not path.exists():
+            return None
+    else:
+        path = folder / COSTS_FILE if spec == "profiles" else Path(spec)
+    costs = LiveCosts.load(path)
+    if not costs.is_this_machine():
+        log.warning("calibration %s", describe_calibration(costs))
+    return costs

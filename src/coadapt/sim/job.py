@@ -7,6 +7,12 @@ jump from event to event. What the job measures goes into its record's
 observations, as an AdaptDL agent's would; the fitted model built from them,
 not the profile, is what the policy sees. With ``--observation-noise`` those
 reports (not the truth) carry a log-normal error (:class:`ReportNoise`).
+
+The truth's r(S) is the formula times the measured correction of
+``profiles.efficiency`` where the profile ran to target at several batch
+sizes (``--efficiency-truth curves``, the default); the reports stay the
+gradient statistics, so a policy's fitted model is the formula alone and is
+wrong exactly where the measurements say it is.
 """
 
 from __future__ import annotations
@@ -106,6 +112,9 @@ class ModeledJob:
         m0 = r.limits.init_batch_size
         sqr, var = self.profile.grad_stats(batch, self.epoch)
         g = float(gain(sqr, var, batch / m0))
+        measured = self.backend.measured_efficiency(self.profile)
+        if measured is not None:  # the measured runs to target, not the policies' formula
+            g *= measured.factor(batch, m0)
         return step, sync, batch / total, g * m0 / batch, g / total
 
     def observe(self, t: float) -> dict[str, float]:
@@ -169,8 +178,10 @@ class ModeledJob:
         new = a.allocation if sum(a.allocation) else ()
         if a.allocation != current and self.finishing:
             # Like a live job under verification: the record follows the policy,
-            # the job itself only finishes.
-            r.set_allocation(new)
+            # the job itself only finishes (no restart happens, none is counted).
+            r.allocation = new
+            if not r.replicas:
+                r.micro = r.accum = 0
             r.adaptive = a.adaptive
             if r.replicas:
                 r.choose_batch(a.batch_size)

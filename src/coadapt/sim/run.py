@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,18 +23,42 @@ from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.sim.isolation import append_fairness
 from coadapt.ui.progress import ProgressBar
 
+KINDS = ("simulation", "prediction", "sim-measured", "replay")
+
+
+def _refuse_live_log(events_path: Path) -> None:
+    """A live log is hours of measurement; a simulation replaces only a log
+    whose header says it is not live (an unreadable one is left alone too)."""
+    if not events_path.exists():
+        return
+    try:
+        with events_path.open() as f:
+            first = json.loads(f.readline() or "{}")
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{events_path}: exists and its header cannot be read ({exc}); "
+                         "refusing to overwrite it: remove it or choose another --out") from None
+    if not isinstance(first, dict) or first.get("mode") == "live":
+        raise ValueError(f"{events_path} holds a live run's log; refusing to overwrite it "
+                         "(choose another --out)")
+
 
 def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], policy_name: str,
                     settings: RunSettings, out_dir: Path,
                     costs: LiveCosts | None = None,
-                    replay: ReplayPolicy | None = None) -> dict[str, Any]:
+                    replay: ReplayPolicy | None = None,
+                    kind: str = "simulation") -> dict[str, Any]:
     """Replay ``workload`` under one policy; writes events.jsonl, jobs.csv and
     summary.json to ``out_dir`` and returns the summary. With ``costs`` jobs
     pay the measured live costs (start, restart, validation, verification,
     co-location) instead of one fixed restart delay. With ``replay`` the
-    recorded run's allocations and batch changes replace the policy's."""
+    recorded run's allocations and batch changes replace the policy's.
+    ``kind`` ("simulation", "prediction", "sim-measured", "replay") is recorded as run_kind
+    in the header so a comparison can say what it compares."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: expected one of {', '.join(KINDS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
     events_path = out_dir / "events.jsonl"
+    _refuse_live_log(events_path)
     events_path.unlink(missing_ok=True)
     policy: Policy = replay if replay is not None else make_policy(
         policy_name, settings.policy_config())
@@ -46,8 +71,9 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
                       label=f"{policy_name:>14}", unit="jobs", min_interval=10.0,
                       enabled=settings.show_progress)
     with EventLog(events_path) as log:
-        log.header(mode=ModeledBackend.mode, policy=policy_name, workload=workload.name,
-                   workload_path=str(workload.path), **settings.describe(),
+        log.header(mode=ModeledBackend.mode, run_kind=kind, policy=policy_name,
+                   workload=workload.name, workload_path=str(workload.path),
+                   **settings.describe(),
                    profiles={a: profiles[a].source for a in sorted(apps)},
                    live_costs=costs.meta.get("source") if costs is not None else None,
                    replay_of=replay.source if replay is not None else None)
