@@ -38,6 +38,9 @@ except ImportError:  # before it
     from coadapt.workloads.workload import load_workload
 
 
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
 def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]:
     from coadapt.engine.limits import declared_limits
     from coadapt.jobs.registry import JOB_TYPES
@@ -45,7 +48,15 @@ def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]
     spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one", "preset": None,
             "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "observation_noise": 0.0,
             "efficiency_truth": "curves", **json.loads((live / "live.json").read_text())}
-    workload = load_workload(spec["workload"], set(JOB_TYPES))
+    # The settings the live run derived from its own calibration (restart delay,
+    # Tiresias threshold) are taken from its log, so that only the job model differs.
+    header = json.loads(next((live / d / "events.jsonl").open() for d in
+                             sorted(p.name for p in live.iterdir())
+                             if (live / d / "events.jsonl").exists()).readline())
+    spec["restart_delay"] = header["restart_delay"]
+    spec["tiresias_threshold"] = str(header["tiresias_threshold"])
+    trace = TRACES / f"{spec['workload']}.csv"  # an older tree may not ship the trace
+    workload = load_workload(str(trace) if trace.exists() else spec["workload"], set(JOB_TYPES))
     profiles = load_profiles(profiles_dir)
     limits = declared_limits({j.application for j in workload.jobs})
     settings = run_settings(argparse.Namespace(**spec), workload, profiles, limits, costs,

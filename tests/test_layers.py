@@ -72,7 +72,7 @@ def test_the_simulator_imports_no_code_that_runs_jobs():
     the measuring tools."""
     code = (
         "import sys\n"
-        "import coadapt.sim.run, coadapt.sim.isolation, coadapt.runs.options, coadapt.workloads.sets\n"
+        "import coadapt.sim.run, coadapt.sim.yardstick, coadapt.runs.options, coadapt.workloads.sets\n"
         "import coadapt.profiles.sources, coadapt.experiment.runner, coadapt.policies\n"
         "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', "
         "'coadapt.live', 'coadapt.measure', 'coadapt.jobs.group', 'coadapt.jobs.loop', "

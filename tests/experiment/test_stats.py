@@ -64,8 +64,21 @@ def test_ratios_are_paired_by_seed_not_a_ratio_of_means():
     df = pl.DataFrame([row("fixed", 0, 100.0), row("fixed", 1, 1000.0),
                        row("pollux", 0, 50.0), row("pollux", 1, 2000.0)])
     p = only(summary(df), policy="pollux")
-    assert p["vs_fixed"] == pytest.approx((0.5 + 2.0) / 2)  # not 2050 / 1100
+    # the geometric mean of 0.5 and 2: not 2050 / 1100, nor the biased (0.5 + 2) / 2
+    assert p["vs_fixed"] == pytest.approx(1.0)
     assert p["vs_fixed_lo"] <= p["vs_fixed"] <= p["vs_fixed_hi"]
+
+
+def test_the_ratio_is_the_geometric_mean_of_the_per_seed_ratios():
+    per_seed = [0.4, 0.5, 0.9, 0.6, 0.3]
+    df = pl.DataFrame([row("fixed", s, f) for s, f in enumerate(FIXED)]
+                      + [row("pollux", s, f * r)
+                         for s, (f, r) in enumerate(zip(FIXED, per_seed, strict=True))])
+    p = only(summary(df), policy="pollux")
+    assert p["vs_fixed"] == pytest.approx(math.prod(per_seed) ** (1 / 5))
+    assert p["vs_fixed"] < sum(per_seed) / 5  # the arithmetic mean is biased up
+    assert p["vs_fixed_lo"] < p["vs_fixed"] < p["vs_fixed_hi"]
+    assert 0.3 <= p["vs_fixed_lo"] and p["vs_fixed_hi"] <= 0.9
 
 
 def test_a_seed_without_its_baseline_is_left_out_of_the_ratio():

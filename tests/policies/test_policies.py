@@ -14,12 +14,12 @@ SLOW = PerfParams(0.02, 0.001, 5.0, 1e-8, 5.0, 1e-8, 1.0)       # network domina
 
 
 def view(name, *, submit=0.0, alloc=(0, 0), req=1, batch=64, model=None, seen=0,
-         attained=0.0, oracle=None, age=1000.0):
+         attained=0.0, oracle=None, age=1000.0, weight=1.0):
     return JobView(name=name, application="toy", submit_time=submit, age=age,
                    attained_service=attained, restarts=0, allocation=alloc,
                    batch_size=batch, requested_replicas=req, requested_batch=batch,
                    limits=LIMITS, max_observed_replicas=seen,
-                   progress=0.0, model=model, oracle=oracle)
+                   progress=0.0, model=model, oracle=oracle, weight=weight)
 
 
 def snap(jobs, slots=(4, 4), t=600.0):
@@ -41,6 +41,28 @@ def test_fixed_is_fifo_and_non_preemptive():
     running = view("a", req=6, alloc=d["a"].allocation)
     d2 = p.decide(snap([running, view("b", req=4)]))
     assert d2["a"].allocation == running.allocation and "b" not in d2
+
+
+def test_fixed_queues_heavier_jobs_first_but_never_preempts():
+    p = make_policy("fixed", CFG)
+    d = p.decide(snap([view("a", req=6), view("b", req=4), view("vip", submit=9.0, req=4,
+                                                                   weight=4.0)]))
+    # vip (weight 4, submitted last) jumps the queue and takes 4; a (6) no longer fits
+    # and, strict FIFO among the rest, blocks b.
+    assert slots(d, "vip") == 4 and "a" not in d and "b" not in d
+    d = p.decide(snap([view("a", req=6, alloc=(4, 2)), view("vip", submit=9.0, req=4,
+                                                            weight=4.0)]))
+    assert d["a"].allocation == (4, 2) and "vip" not in d  # waits; a keeps its slots
+
+
+def test_tiresias_orders_each_queue_by_weight():
+    p = make_policy("tiresias", PolicyConfig(tiresias_threshold=1e9))
+    d = p.decide(snap([view("a", req=8), view("vip", submit=5.0, req=8, weight=2.0)], t=0.0))
+    assert slots(d, "vip") == 8 and "a" not in d
+
+
+def slots(d, name):
+    return sum(d[name].allocation) if name in d else 0
 
 
 def test_tiresias_demotes_after_threshold_and_prefers_new_jobs():
@@ -113,3 +135,55 @@ def test_tiresias_caps_request_at_cluster_size():
     big = view("big", req=16, alloc=d["big"].allocation)
     d = p.decide(snap([big], t=60.0))
     assert d["big"].allocation == big.allocation
+
+
+@pytest.mark.parametrize("p", [float("nan"), float("inf"), -float("inf")])
+def test_a_power_that_is_not_a_finite_number_is_refused(p):
+    with pytest.raises(ValueError, match="finite number"):
+        PolicyConfig(p=p)
+
+
+@pytest.mark.parametrize("p", [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0])
+def test_pollux_serves_every_job_at_any_power_when_slots_suffice(p):
+    """p = 0 (the geometric mean) used to leave every job waiting (NaN**0);
+    any p must still hand out the slots when there is one per job."""
+    m = GoodputModel(FAST, GradParams(1.0, 50.0), 32)
+    jobs = [view(n, model=m, seen=8) for n in "abcd"]
+    d = make_policy("pollux", PolicyConfig(p=p)).decide(snap(jobs))
+    assert set(d) == set("abcd") and sum(sum(a.allocation) for a in d.values()) == 8
+
+
+@pytest.mark.parametrize("p", [-1.0, 0.0, 1.0])
+def test_pollux_leaves_out_the_most_served_job_when_slots_are_short(p):
+    """Three identical jobs, one slot each would do, two slots in all: the job
+    with the most attained service is the one left waiting, whatever the sign
+    of p (the tie-break pointed the wrong way for p > 0)."""
+    m = GoodputModel(SLOW, GradParams(1.0, 1.0), 32)  # no gain beyond one slot
+    jobs = [view("least", model=m, seen=1, attained=10.0),
+            view("most", model=m, seen=1, attained=900.0),
+            view("mid", model=m, seen=1, attained=300.0)]
+    d = make_policy("pollux", PolicyConfig(p=p)).decide(snap(jobs, slots=(2,)))
+    assert "most" not in d and {"least", "mid"} <= set(d)
+
+
+def test_pollux_fair_gives_the_job_that_fell_behind_more_slots():
+    """Two identical jobs, same age: one has made far less progress than its
+    fair share would have. Pollux splits evenly; pollux-fair favours the one
+    behind (its rho_hat is larger)."""
+    import dataclasses
+
+    m = GoodputModel(FAST, GradParams(1.0, 50.0), 32)
+    ahead = dataclasses.replace(view("ahead", model=m, seen=8), progress=50000.0)
+    behind = dataclasses.replace(view("behind", model=m, seen=8), progress=500.0)
+    even = make_policy("pollux", CFG).decide(snap([ahead, behind]))
+    fair = make_policy("pollux-fair", CFG).decide(snap([ahead, behind]))
+    assert sum(even["ahead"].allocation) == sum(even["behind"].allocation)
+    assert sum(fair["behind"].allocation) > sum(fair["ahead"].allocation) >= 1
+
+
+def test_power_variants_override_the_configured_p():
+    from coadapt.policies.pollux import Pollux
+
+    assert make_policy("pollux-p-0.5", CFG).p == -0.5
+    assert make_policy("pollux-p+1", PolicyConfig(p=-2.0)).p == 1.0
+    assert isinstance(make_policy("pollux-fair", CFG), Pollux)

@@ -14,7 +14,8 @@ FAST = PerfParams(0.02, 0.001, 0.002, 1e-8, 0.001, 1e-8, 1.0)   # scales almost 
 SLOW = PerfParams(0.02, 0.001, 5.0, 1e-8, 5.0, 1e-8, 1.0)       # network dominates
 NOISY = GradParams(1.0, 50.0)   # large batches pay
 QUIET = GradParams(1.0, 0.01)   # small batches pay
-VARIANTS = ("pollux-batch-only", "pollux-workers-only")
+VARIANTS = ("pollux-batch-only", "pollux-fair", "pollux-p+1", "pollux-p-0.5", "pollux-p-2",
+            "pollux-p-8", "pollux-workers-only")
 
 
 def view(name, *, alloc=(0, 0), req=1, batch=64, model=None, seen=0, limits=LIMITS,

@@ -16,7 +16,9 @@ from coadapt.sim.run import simulate_policy
 
 COSTS = LiveCosts({"toy": TypeCosts(start={1: 2.0, 2: 3.0}, restart={1: 4.0, 2: 5.0},
                                     eval={1: 0.5, 2: 0.25}, verify=1.5,
-                                    colocation={"toy": 1.5})}, {"source": "test"})
+                                    colocation={"toy": 1.5})},
+                  {"source": "test", "poll_s": 0.02, "live_poll_s": 1.02})
+LAG = 0.5  # half the live poll the calibration did not pay
 SETTINGS = RunSettings(ClusterSpec.parse("1x2"), interval=60.0, restart_delay=30.0,
                        show_progress=False)
 
@@ -33,7 +35,9 @@ def test_a_lone_job_pays_start_validations_and_verification(tmp_path):
     rate = float(gain(1.0, 4.0, 1.0)) / step
     # first round at 60, start 2 s, 10 epochs of 100 progress, 9 validation pauses
     # between them, then the last validation and the verification: no restart delay.
-    expected = 60 + 2.0 + 1000 / rate + 9 * 0.5 + 0.5 + 1.5
+    # Half a live poll to launch, one to see the target, one to see the verifier exit.
+    assert COSTS.poll_lag == pytest.approx(LAG)
+    expected = 60 + 2.0 + 1000 / rate + 9 * 0.5 + 0.5 + 1.5 + 3 * LAG
     done = next(e for e in events if e["kind"] == "complete")
     assert done["t"] == pytest.approx(expected, rel=1e-9)
 
@@ -45,7 +49,7 @@ def test_jobs_sharing_a_node_slow_each_other_by_the_measured_factor(tmp_path):
     step, sync = toy_step(1, 1, 32)
     slow = sync + (step - sync) * 1.5
     # Both run side by side all along: their training time grows by slow/step.
-    overhead = 60 + 2.0 + 10 * 0.5 + 1.5
+    overhead = 60 + 2.0 + 10 * 0.5 + 1.5 + 3 * LAG
     assert pair["avg_jct"] - overhead == pytest.approx((alone["avg_jct"] - overhead) * slow / step,
                                                         rel=1e-6)
 

@@ -99,6 +99,36 @@ def test_a_policy_that_starves_every_job_fails_loudly(tmp_path):
             eng.run()
 
 
+class Thrash:
+    """Moves every job to the other node each round: with a restart that
+    outlasts a round, nobody ever runs (a livelock, not a starvation)."""
+
+    name = "thrash"
+    uses_oracle = False
+
+    def decide(self, snap):
+        from coadapt.policies.base import Assignment
+
+        return {j.name: Assignment((0, 1) if j.allocation == (1, 0) else (1, 0))
+                for j in snap.jobs}
+
+
+def test_a_livelocked_policy_fails_loudly_instead_of_looping_forever(tmp_path):
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
+    with EventLog(tmp_path / "l.jsonl") as log:
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 90.0),
+                     Thrash(), ClusterSpec.parse("2x4"), log, interval=60.0, restart_delay=90.0)
+        with pytest.raises(DecisionError, match=r"no job made progress for 200 rounds .* j \(200 "
+                                                r"restarts\)"):
+            eng.run()
+    # the same policy with restarts shorter than a round is slow, not stuck
+    with EventLog(tmp_path / "ok.jsonl") as log:
+        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 30.0),
+                     Thrash(), ClusterSpec.parse("2x4"), log, interval=60.0, restart_delay=30.0)
+        assert eng.run().jobs[0].record.completed_at is not None
+
+
 def test_tiresias_caps_an_oversized_request_at_the_cluster(tmp_path):
     # 9 slots never fit 2x4: tiresias runs it on the whole cluster instead of starving it.
     result, _ = run(tmp_path, [JobSpec("big", 0.0, "toy", 9, 64)], policy="tiresias")
@@ -117,16 +147,26 @@ def test_pollux_with_no_restart_delay_has_no_nan(tmp_path):
     assert all(j.record.completed_at is not None for j in result.jobs)
 
 
-def test_a_job_alone_on_an_empty_cluster_is_perfectly_fair(tmp_path):
+def test_a_job_alone_at_its_best_static_configuration_scores_rho_one(tmp_path):
+    """The shared yardstick: a lone job that fixed runs at exactly the best
+    static configuration the yardstick found scores rho = 1; pollux, which
+    explores from a smaller start, scores more (it pays to find it)."""
     from coadapt.engine.run import RunSettings
     from coadapt.sim.run import simulate_policy
+    from coadapt.sim.yardstick import Yardstick
 
-    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 17.0, "toy", 2, 64),))
+    toy = {"toy": make_toy()}
+    best = Yardstick(toy, declared_limits(["toy"], toy), ClusterSpec.parse("2x4"), 60.0,
+                     30.0).best("toy", 8)
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 17.0, "toy", best.replicas, best.batch),))
+    rho = {}
     for policy in ("fixed", "pollux"):
-        s = simulate_policy(wl, {"toy": make_toy()}, policy,
+        s = simulate_policy(wl, toy, policy,
                             RunSettings(ClusterSpec.parse("2x4"), interval=60.0, restart_delay=30.0,
                                         show_progress=False), tmp_path / policy)
-        assert s["max_rho"] == pytest.approx(1.0)
+        rho[policy] = s["max_rho"]
+    assert rho["fixed"] == pytest.approx(1.0, abs=1e-6)
+    assert rho["pollux"] > 1.0
 
 
 class Overfill:

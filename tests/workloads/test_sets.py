@@ -5,6 +5,7 @@ traces/cpu-*.csv are exactly what seed 1 generates."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -42,11 +43,22 @@ def at(bandwidth: float, shape: str = "8x2") -> ClusterSpec:
 
 def test_registry_holds_the_declared_sets():
     assert set(SETS) == {"cpu-load1", "cpu-load2", "cpu-load4", "cpu-load8", "cpu-burst",
-                         "cpu-user"}
+                         "cpu-user", "cpu-priority"}
     assert [SETS[f"cpu-load{k}"].jobs for k in (1, 2, 4, 8)] == [30, 60, 120, 240]
     assert (SETS["cpu-burst"].jobs, SETS["cpu-burst"].window_s) == (40, 180.0)
     assert SETS["cpu-user"].user_chosen and not any(SETS[n].user_chosen for n in TUNED)
     assert all(s.name == n and s.description for n, s in SETS.items())
+
+
+def test_priority_set_is_load2_with_a_fifth_of_the_jobs_weighted(cpu):
+    base = make_workload("cpu-load2", 3, cpu, CLUSTER)
+    prio = make_workload("cpu-priority", 3, cpu, CLUSTER)
+    unweighted = [dataclasses.replace(j, weight=1.0) for j in prio.jobs]
+    assert unweighted == list(base.jobs)  # same arrivals, types and requests
+    weights = [j.weight for j in prio.jobs]
+    assert weights.count(4.0) == round(0.2 * len(weights)) and set(weights) == {1.0, 4.0}
+    other = [j.weight for j in make_workload("cpu-priority", 4, cpu, CLUSTER).jobs]
+    assert other != weights  # which jobs are weighted is drawn per seed
 
 
 def test_load_is_derived_from_jobs_and_window():

@@ -33,3 +33,25 @@ def test_missing_column_and_missing_file(tmp_path):
         load_workload(write(tmp_path, "name,time\n"), {"toy"})
     with pytest.raises(WorkloadError, match="no such workload"):
         load_workload(str(tmp_path / "nope.csv"))
+
+
+def test_optional_weight_column(tmp_path):
+    w = load_workload(write(tmp_path, "name,time,application,num_replicas,batch_size,weight\n"
+                                      "a,10,toy,1,32,4\nb,20,toy,1,32,\n"), {"toy"})
+    assert [j.weight for j in w.jobs] == [4.0, 1.0]  # an empty cell is the default weight
+    w = load_workload(write(tmp_path, "name,time,application,num_replicas,batch_size\n"
+                                      "a,10,toy,1,32\n"), {"toy"})
+    assert w.jobs[0].weight == 1.0
+
+
+@pytest.mark.parametrize("cell,msg", [
+    ("0", r"w.csv:3: field 'weight' is 0, must be a number > 0"),
+    ("-2", r"w.csv:3: field 'weight' is -2"),
+    ("inf", r"w.csv:3: field 'weight' is inf"),
+    ("heavy", r"w.csv:3: field 'weight' is 'heavy'"),
+])
+def test_bad_weight_names_line_and_field(tmp_path, cell, msg):
+    path = write(tmp_path, "name,time,application,num_replicas,batch_size,weight\n"
+                           f"a,10,toy,1,32,1\nb,20,toy,1,32,{cell}\n")
+    with pytest.raises(WorkloadError, match=msg):
+        load_workload(path, {"toy"})

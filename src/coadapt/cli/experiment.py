@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [done[c.key] if c.key in done else None for c in cells]
     new = {r["key"]: r for r in outcome.rows}
     rows = [r if r is not None else new.get(c.key) for r, c in zip(rows, cells, strict=True)]
-    _finish(out, [r for r in rows if r is not None])
+    _finish(out, [r for r in rows if r is not None], outcome.failed)
     if outcome.failed:
         for key, err in outcome.failed:
             sys.stderr.write(f"experiment: cell {key} failed: {err}\n")
@@ -212,8 +212,10 @@ def _write_plan(out: Path, args: argparse.Namespace, fp: str, cells: int) -> Non
                        (json.dumps(plan, indent=2, default=str) + "\n").encode())
 
 
-def _finish(out: Path, rows: list[dict[str, Any]]) -> None:
-    """The tidy table, summary, goals and report from the filed rows."""
+def _finish(out: Path, rows: list[dict[str, Any]],
+            failed: list[tuple[str, str]] | None = None) -> None:
+    """The tidy table, summary, goals and report from the filed rows; the
+    failed cells are named in the report and in failed.csv."""
     import polars as pl
 
     from coadapt.experiment.report import write_report
@@ -227,6 +229,9 @@ def _finish(out: Path, rows: list[dict[str, Any]]) -> None:
     summ.write_csv(out / "summary.csv")
     gl = goals(summ)
     gl.write_csv(out / "goals.csv")
-    report = write_report(out, results, summ, gl)
+    failed = failed or []
+    pl.DataFrame({"key": [k for k, _ in failed], "error": [e for _, e in failed]},
+                 schema={"key": pl.String, "error": pl.String}).write_csv(out / "failed.csv")
+    report = write_report(out, results, summ, gl, failed=failed)
     sys.stdout.write(format_summary(summ, gl) + "\n")
     sys.stdout.write(f"results in {out}/ (report: {report})\n")

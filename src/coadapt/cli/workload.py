@@ -144,13 +144,14 @@ def run_sets(args: argparse.Namespace) -> int:
         sys.stderr.write(f"coadapt workload sets: error: {exc}\n")
         return 2
     out = Path(args.out)
-    lines = [f"{'set':<10} {'jobs':>5} {'window':>7} {'load':>5} {'workers':>7}  requests",
-             f"{'':<10} {'':>5} {'(min)':>7} {'(x)':>5} {'(mean)':>7}"]
+    lines = [f"{'set':<12} {'jobs':>5} {'window':>7} {'load':>5} {'workers':>7}  requests",
+             f"{'':<12} {'':>5} {'(min)':>7} {'(x)':>5} {'(mean)':>7}"]
     for ws, wl in made:
         write_workload(out / f"{ws.name}.csv", [(j.name, j.submit_time, j.application,
-                                                 j.num_replicas, j.batch_size) for j in wl.jobs])
+                                                 j.num_replicas, j.batch_size) for j in wl.jobs],
+                       [j.weight for j in wl.jobs])
         workers = sum(j.num_replicas for j in wl.jobs) / len(wl.jobs)
-        lines.append(f"{ws.name:<10} {len(wl.jobs):>5} {ws.window_s / 60:>7.0f} {ws.load:>5.1f} "
+        lines.append(f"{ws.name:<12} {len(wl.jobs):>5} {ws.window_s / 60:>7.0f} {ws.load:>5.1f} "
                      f"{workers:>7.2f}  {'user-chosen' if ws.user_chosen else 'tuned'}")
     sys.stdout.write("\n".join(lines) + f"\nwrote {len(made)} sets to {out}/ (seed {args.seed}, "
                      f"cluster {cluster}, {cluster.network})\n")

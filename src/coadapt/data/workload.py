@@ -1,8 +1,11 @@
 """Workload files: ``name,time,application,num_replicas,batch_size`` CSV.
 
 The format is the AdaptDL simulator's, so its published workloads load as they
-are. ``num_replicas``/``batch_size`` are the hand-tuned request that the fixed
-baselines honour; adaptive policies may ignore them.
+are. An optional ``weight`` column (> 0, default 1) gives a job's priority:
+pollux and pollux-fair weight its term of the power mean (Sia's per-job
+weights), fixed and tiresias serve heavier jobs first. ``num_replicas`` and
+``batch_size`` are the hand-tuned request that the fixed baselines honour;
+adaptive policies may ignore them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class JobSpec:
     num_replicas: int
     batch_size: int
     line: int = 0  # line in the workload file, for error messages
+    weight: float = 1.0  # priority: > 1 more important (optional ``weight`` column)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,16 @@ def _field(path: Path, line: int, row: dict[str, str], col: str, kind: type, min
     return kind(num)
 
 
+def _weight(path: Path, line: int, row: dict[str, str]) -> float:
+    raw = (row.get("weight") or "").strip()
+    if not raw:
+        return 1.0
+    w = _field(path, line, row, "weight", float, 0)
+    if not w > 0 or w == float("inf"):
+        raise WorkloadError(f"{path}:{line}: field 'weight' is {raw}, must be a number > 0")
+    return w
+
+
 def load_workload(spec: str, applications: set[str] | None = None) -> Workload:
     """Read and check a workload; ``applications`` (known profiles) are checked too."""
     path = resolve(spec)
@@ -97,6 +111,7 @@ def load_workload(spec: str, applications: set[str] | None = None) -> Workload:
                 num_replicas=_field(path, line, row, "num_replicas", int, 1),
                 batch_size=_field(path, line, row, "batch_size", int, 1),
                 line=line,
+                weight=_weight(path, line, row) if "weight" in header else 1.0,
             ))
     if not jobs:
         raise WorkloadError(f"{path}: no jobs")

@@ -10,6 +10,7 @@ on ``simpy.rt.RealtimeEnvironment`` with the live backend it runs real jobs.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,8 @@ class Engine:
         self._pending: list[JobSpec] = list(workload.jobs)
         self._done = self.env.event()
         self._idle_rounds = 0
+        self._stuck_rounds = 0
+        self._last_work: tuple[int, float] = (-1, -1.0)
 
     # ------------------------------------------------------------------ run
     def adopt(self, job: JobHandle, abandoned: bool = False) -> None:
@@ -89,7 +92,8 @@ class Engine:
             self.jobs.append(job)
             self.active.append(job)
             self.log.emit(self.env.now, "submit", spec.name, application=spec.application,
-                          requested_replicas=spec.num_replicas, requested_batch=spec.batch_size)
+                          requested_replicas=spec.num_replicas, requested_batch=spec.batch_size,
+                          weight=spec.weight)
 
     def _rounds(self):
         yield self.env.timeout(self.first_round)
@@ -122,6 +126,7 @@ class Engine:
                               micro=r.micro, accum=r.accum, restart=r.restarts > 0,
                               adaptive=r.adaptive)
         self._watch(used, now)
+        self._watch_progress(now)
         extra = self.round_info(now) if self.round_info is not None else {}
         self.log.emit(now, "round", None, decision_ms=ms, active=len(self.active),
                       used_slots=used, utilization=used / self.cluster.total_slots, **extra)
@@ -138,6 +143,31 @@ class Engine:
                 f"policy {self.policy.name} gave no job a slot for {self.STALL_ROUNDS} rounds "
                 f"(t={now:.0f} s) while {len(self.active)} wait: {waiting}; the cluster "
                 f"{self.cluster} has {self.cluster.total_slots} slots")
+
+    def _watch_progress(self, now: float) -> None:
+        """Fail when jobs hold slots but none makes progress or completes for
+        STALL_ROUNDS rounds (a livelock: e.g. a policy that reallocates every
+        round while a restart takes longer than a round), or at once when a
+        job's progress is not a number."""
+        bad = [f"{j.record.name} ({j.record.progress})" for j in self.active
+               if not math.isfinite(j.record.progress)]
+        if bad:
+            raise DecisionError(f"progress is not a number for {', '.join(bad)} at t={now:.0f} s "
+                                "(a NaN or infinite rate in the job model)")
+        work = (sum(j.record.completed_at is not None for j in self.jobs),
+                sum(j.record.progress for j in self.jobs))
+        holding = [j for j in self.active if j.record.replicas]
+        stuck = bool(holding) and work <= self._last_work
+        self._last_work = max(work, self._last_work)
+        self._stuck_rounds = self._stuck_rounds + 1 if stuck else 0
+        if self._stuck_rounds >= self.STALL_ROUNDS:
+            names = ", ".join(f"{j.record.name} ({j.record.restarts} restarts)"
+                              for j in holding[:5])
+            raise DecisionError(
+                f"no job made progress for {self.STALL_ROUNDS} rounds (t={now:.0f} s) although "
+                f"{len(holding)} hold slots: {names}; restart delay {self.restart_delay:g} s, "
+                f"round {self.interval:g} s: a policy that reallocates every round while a "
+                "restart outlasts a round never lets a job run")
 
     def _oracle(self, job: JobHandle):
         return job.oracle() if self.policy.uses_oracle else None

@@ -97,4 +97,4 @@ class JobRecord:
             allocation=self.allocation or (0,) * nodes, batch_size=self.batch_size,
             requested_replicas=self.spec.num_replicas, requested_batch=self.spec.batch_size,
             limits=self.limits, max_observed_replicas=self.obs.max_observed_replicas,
-            progress=self.progress, model=self.model, oracle=oracle)
+            progress=self.progress, model=self.model, oracle=oracle, weight=self.spec.weight)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,8 @@ def _job_tables(out: Path, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
-                 example: dict | None = None) -> Path:
+                 example: dict | None = None,
+                 failed: Sequence[tuple[str, str]] = ()) -> Path:
     """Write ``out/report.md`` and its six figures in ``out/figures``; returns
     the report's path. Missing logs, fairness events, policies or seeds give a
     placeholder figure or a '–', never an error."""
@@ -217,7 +219,7 @@ def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals:
     gp_label = f"{ex['set']}, seed {ex['seed']}, {ex['tag']}" if ex else ""
     figures.fig_goodput(runs, paths["goodput"], gp_label)
 
-    text = _markdown(results, summary, goals, tags, policies, label, paths)
+    text = _markdown(results, summary, goals, tags, policies, label, paths, failed)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -225,7 +227,7 @@ def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals:
 
 def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
               tags: list[str], policies: list[str], example: str,
-              paths: dict[str, Path]) -> str:
+              paths: dict[str, Path], failed: Sequence[tuple[str, str]] = ()) -> str:
     n = results.height
     sets = ordered_sets(results)
     seeds = sorted(results["seed"].unique().to_list()) if n else []
@@ -253,9 +255,14 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
         if short:
             lines.append(f"- **{short} cell(s) did not complete every job**: their JCTs cover "
                          "completed jobs only")
+    if failed:
+        lines += ["", f"## {len(failed)} cell(s) FAILED: left out of every table below", "",
+                  "Their (tag, set, policy, seed) means and ratios rest on fewer seeds; "
+                  "`failed.csv` holds the same list.", "",
+                  *[f"- `{key}`: {err}" for key, err in failed]]
     lines += ["", "## Summary (mean over seeds)", "",
               "JCT ratios are per-seed ratios of average JCT to the baseline on the same "
-              "workload draw, averaged over seeds; < 1 is faster. A completed job's JCT is "
+              "workload draw, averaged geometrically over seeds; < 1 is faster. A completed job's JCT is "
               "`wait s` (submission to first slots) + `run s`, of which `start/restart s` "
               "went to starting and restarting it; `restarts/job` is the mean restarts per "
               "job. `modeled` is the share of slot-time on placements whose speed was not "

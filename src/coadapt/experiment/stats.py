@@ -35,10 +35,13 @@ MEANS = {  # summary column <- results column (mean over seeds)
     "p99_rho": "p99_rho", "unfair_frac": "unfair_frac", "jain": "jain_rho",
     "wait_mean": "wait_mean", "run_mean": "run_mean", "delay_mean": "delay_mean",
     "modeled_frac": "modeled_frac", "restarts_mean": "restarts_mean",
+    "prio_avg_jct": "prio_avg_jct", "rest_avg_jct": "rest_avg_jct",
+    "prio_mean_rho": "prio_mean_rho", "rest_mean_rho": "rest_mean_rho",
 }
 FLOATS = ("bandwidth", "load", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilization",
           "mean_goodput", "max_rho", "p99_rho", "unfair_frac", "jain_rho", "restarts_mean",
-          "wait_mean", "run_mean", "delay_mean", "modeled_frac", "jobs", "completed")
+          "wait_mean", "run_mean", "delay_mean", "modeled_frac", "jobs", "completed",
+          "prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho")
 
 
 def policy_order() -> list[str]:
@@ -179,16 +182,21 @@ def _prepare(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _cis(lists: Iterable[list[float] | None], prefix: str) -> pl.DataFrame:
-    """mean/lo/hi columns from a column of per-group value lists."""
-    out = [bootstrap_ci(v or []) for v in lists]
+def _cis(lists: Iterable[list[float] | None], prefix: str, geometric: bool = False) -> pl.DataFrame:
+    """mean/lo/hi columns from a column of per-group value lists; ``geometric``:
+    the geometric mean and its interval (bootstrapped on the logs), the right
+    average of ratios (the arithmetic mean of x/y and y/x is biased above 1)."""
+    if geometric:
+        out = [np.exp(bootstrap_ci(np.log(np.asarray(v or [], dtype=float)))) for v in lists]
+    else:
+        out = [bootstrap_ci(v or []) for v in lists]
     arr = np.array(out, dtype=float).reshape(-1, 3)
     return pl.DataFrame({prefix: arr[:, 0], f"{prefix}_lo": arr[:, 1],
                          f"{prefix}_hi": arr[:, 2]}).fill_nan(None)
 
 
 def _paired(df: pl.DataFrame, baseline: str) -> pl.DataFrame:
-    """Per group: mean of avg_jct / baseline avg_jct over shared seeds, with CI."""
+    """Per group: geometric mean of avg_jct / baseline avg_jct over shared seeds, with CI."""
     name = f"vs_{baseline}"
     base = (df.filter(pl.col("policy") == baseline)
             .group_by(["tag", "set", "seed"]).agg(pl.col("avg_jct").mean().alias("_base")))
@@ -196,8 +204,8 @@ def _paired(df: pl.DataFrame, baseline: str) -> pl.DataFrame:
               .with_columns((pl.col("avg_jct") / pl.col("_base")).alias("_r"))
               .filter(pl.col("_r").is_finite())
               .group_by(KEYS).agg(pl.col("_r").alias("_rs"), pl.len().alias(f"{name}_n")))
-    return pl.concat([ratios.select(KEYS + [f"{name}_n"]), _cis(ratios["_rs"].to_list(), name)],
-                     how="horizontal")
+    return pl.concat([ratios.select(KEYS + [f"{name}_n"]),
+                      _cis(ratios["_rs"].to_list(), name, geometric=True)], how="horizontal")
 
 
 def _sort(df: pl.DataFrame, *extra: str) -> pl.DataFrame:

@@ -23,6 +23,7 @@ from coadapt.live.cores import CorePool
 from coadapt.live.job import LiveJob
 from coadapt.live.status import StatusTable
 from coadapt.models.batching import JobLimits
+from coadapt.sim.costs import LIVE_POLL_S
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class LiveSettings:
     """How live jobs are run. ``targets``/``eval_every`` override job types'
     (tiny settings for tests); times in seconds."""
 
-    poll: float = 0.25
+    poll: float = LIVE_POLL_S  # the simulator charges half a poll per reaction (LiveCosts)
     warmup_steps: int = 3  # per launch, as the profiler drops them
     max_retries: int = 3
     worker_timeout: float = 60.0

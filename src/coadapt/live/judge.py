@@ -119,8 +119,8 @@ def format_drift(drift: pl.DataFrame, costs: LiveCosts | None) -> str:
         spread = calibration_spread(costs, app)
         worst = float((s - 1.0).abs().max())
         beyond = "" if spread is None else (
-            f"; beyond the calibration's +-{spread:.1%}" if worst > spread
-            else f"; within the calibration's +-{spread:.1%}")
+            f"; worst minute {worst:.1%} off: BEYOND the calibration's +-{spread:.1%}"
+            if worst > spread else f"; every minute within the calibration's +-{spread:.1%}")
         lines.append(f"  {policy:>8} {app:18s} median {s.median():.3f}, "
                      f"range {s.min():.3f}-{s.max():.3f} over {g.height} min{beyond}")
     return "\n".join(lines)

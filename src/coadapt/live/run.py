@@ -39,9 +39,8 @@ from coadapt.live.status import StatusTable
 from coadapt.models.batching import JobLimits
 from coadapt.policies import make_policy
 from coadapt.profiles.profile import AppProfile
-from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts, refine_profiles
-from coadapt.sim.isolation import append_fairness
+from coadapt.sim.yardstick import append_fairness, yardstick_for
 
 log = logging.getLogger(__name__)
 
@@ -112,16 +111,14 @@ def _prepare_job_types(apps: set[str]) -> None:
             job.prepare()
 
 
-def _fairness(plan: LivePlan, elog: EventLog, events_path: Path, now: float,
+def _fairness(plan: LivePlan, elog: EventLog, now: float,
               limits: Mapping[str, JobLimits]) -> None:
-    """T_iso of every job from isolated simulated runs (the same yardstick as
-    a simulation's), appended to the live log."""
+    """The shared T_iso of every job (``sim.yardstick``: the same table a
+    simulation of this workload and cluster uses), appended to the live log."""
     profiles, costs, s = plan.profiles, plan.costs, plan.settings
     assert profiles is not None
     truth = refine_profiles(profiles, costs) if costs is not None else profiles
-    append_fairness(elog, events_path, now, plan.workload, s, limits,
-                    lambda: ModeledBackend(truth, s.restart_delay, costs),
-                    lambda: make_policy(plan.policy, s.policy_config()))
+    append_fairness(elog, now, plan.workload, yardstick_for(s, truth, limits, costs))
 
 
 def run_live(plan: LivePlan, resume: ResumeState | None = None,
@@ -185,7 +182,7 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
             status.update(env.now, [j.status(env.now) for j in backend.jobs], force=True)
             now = backend.now()
             if not interrupted and plan.profiles and s.fairness:
-                _fairness(plan, elog, events_path, now, limits)
+                _fairness(plan, elog, now, limits)
             if interrupted:
                 for job in engine.active:  # their processes are gone: they hold nothing now
                     if job.record.replicas:

@@ -50,7 +50,14 @@ from coadapt.jobs.procs import helper_preexec
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.jobs.warm import warm_caches
 from coadapt.profiles.profile import AppProfile
-from coadapt.sim.costs import LiveCosts, StepPoint, TypeCosts, machine_fingerprint
+from coadapt.sim.costs import (
+    CALIBRATION_POLL_S,
+    LIVE_POLL_S,
+    LiveCosts,
+    StepPoint,
+    TypeCosts,
+    machine_fingerprint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +136,7 @@ def _train(runs: Sequence[tuple[_Run, Group]], seconds: float) -> tuple[float, f
     for _, group in runs:
         group.request_stop()
     for run, group in runs:
-        res = group.wait(0.02)
+        res = group.wait(CALIBRATION_POLL_S)
         run.read()
         if res.status != "preempted":
             raise RuntimeError(f"{run.app}: expected a graceful stop, got {res.status} "
@@ -378,7 +385,8 @@ def calibrate(apps: Sequence[str], out: Path, s: CalibrationSettings,
                                c.steps, cf, sf, spread)
     meta = {"source": str(out), "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "host": socket.gethostname(), "machine": machine_fingerprint(),
-            "cores": list(s.cores), "wall_s": round(time.monotonic() - t0, 1), "settings": {
+            "cores": list(s.cores), "wall_s": round(time.monotonic() - t0, 1),
+            "poll_s": CALIBRATION_POLL_S, "live_poll_s": LIVE_POLL_S, "settings": {
                 "phase_s": s.phase_s, "pair_s": s.pair_s, "pairs": pairs,
                 "cycle": [list(c) for c in s.cycle], "verify_repeats": s.verify_repeats},
             "samples": {"types": raw, "pairs": pair_raw}}

@@ -45,10 +45,7 @@ def _step(changes: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
 def job_table(events: list[Event]) -> pl.DataFrame:
     """One row per job: submit, completion, JCT, restarts, fairness rho."""
     kinds = _by_kind(events)
-    header = kinds["header"][0] if kinds["header"] else {}
-    t_iso = header.get("t_iso", {})  # older logs: a per-type table in the header
-    fair = {e["job"]: e for e in kinds["fairness"]}
-    slots = header.get("total_slots")
+    fair = {e["job"]: e for e in kinds["fairness"]}  # the shared yardstick (sim.yardstick)
     subs = {e["job"]: e for e in kinds["submit"]}
     done = {e["job"]: e for e in kinds["complete"]}
     changes = [(e["t"], 1.0) for e in kinds["submit"]] + [(e["t"], -1.0) for e in kinds["complete"]]
@@ -58,23 +55,19 @@ def job_table(events: list[Event]) -> pl.DataFrame:
     for name, s in subs.items():
         c = done.get(name)
         row = {"job": name, "application": s.get("application"), "submit": s["t"],
+               "weight": float(s.get("weight", 1.0)),
                "complete": c["t"] if c else None, "jct": (c["t"] - s["t"]) if c else None,
                "restarts": c.get("restarts") if c else None,
                "verified": c.get("verified") if c else None,
-               "n_avg": None, "share": None, "t_iso": None, "rho": None}
-        iso = t_iso.get(s.get("application"))
+               "n_avg": None, "share": None, "t_iso": None, "rho": None, "n_iso": None}
         if c and c["t"] > s["t"]:
             n_avg = float((area(c["t"]) - area(s["t"])) / (c["t"] - s["t"]))
             row["n_avg"] = n_avg
             f = fair.get(name)
             if f is not None and f["t_iso"]:
                 row["share"], row["t_iso"] = f["share"], f["t_iso"]
+                row["n_iso"] = f.get("n_avg")  # the yardstick's N, not this run's n_avg
                 row["rho"] = row["jct"] / f["t_iso"]
-            elif iso and slots:
-                share = max(1, int(slots // max(n_avg, 1.0)))
-                row["share"] = share
-                row["t_iso"] = iso[min(share, len(iso)) - 1]
-                row["rho"] = row["jct"] / row["t_iso"]
         rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
 
@@ -105,6 +98,20 @@ def timeline(events: list[Event]) -> pl.DataFrame:
     idx_s = np.searchsorted(ts, grid, side="right") - 1
     idx_g = np.searchsorted(tg, grid, side="right") - 1
     return pl.DataFrame({"t": grid, "used_slots": used[idx_s], "goodput": gp[idx_g]})
+
+
+def priority_split(jobs: pl.DataFrame) -> dict[str, float | None]:
+    """Mean JCT and mean rho of the high-priority jobs (weight > 1) and of the
+    rest; all None when every job has the same weight."""
+    keys = ("prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho")
+    if jobs.height == 0 or jobs["weight"].n_unique() < 2:
+        return dict.fromkeys(keys)
+    out: dict[str, float | None] = {}
+    for tag, part in (("prio", jobs.filter(pl.col("weight") > 1.0)),
+                      ("rest", jobs.filter(pl.col("weight") <= 1.0))):
+        out[f"{tag}_avg_jct"] = part["jct"].drop_nulls().mean()
+        out[f"{tag}_mean_rho"] = part["rho"].drop_nulls().mean()
+    return out
 
 
 def summarize(events: list[Event]) -> dict[str, Any]:
@@ -151,6 +158,7 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "unfair_frac": float(np.mean(rho > 1.1)) if len(rho) else None,
         "jain_rho": float(rho.sum() ** 2 / (len(rho) * (rho**2).sum())) if len(rho) else None,
         "restarts_mean": float(jobs["restarts"].drop_nulls().mean() or 0.0),
+        **priority_split(jobs),
         "decision_ms_median": float(np.median(ms)) if ms else None,
         "decision_ms_p99": pct(np.array(ms), 99),
         "wall_s": ends[-1].get("wall_s") if ends else None,

@@ -9,6 +9,7 @@ node and batch size for each job. Only a policy that sets ``uses_oracle`` gets
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -42,6 +43,7 @@ class JobView:
     progress: float
     model: GoodputModel | None  # fitted from the job's own observations
     oracle: Oracle | None = None
+    weight: float = 1.0  # the job's priority (workload ``weight`` column)
 
     @property
     def replicas(self) -> int:
@@ -91,6 +93,11 @@ class PolicyConfig:
     request); without it, on one slot, as in the Pollux study. Minute-long CPU
     jobs end before a doubling-per-round growth from one slot gets anywhere."""
     tiresias_threshold: float = 16 * 3600.0  # slot-seconds before demotion (Tiresias)
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.p):
+            raise ValueError(f"--p {self.p}: the power-mean exponent must be a finite number "
+                             "(e.g. -1 Pollux, -0.5 Sia, 0 the geometric mean, 1 the mean)")
 
 
 REGISTRY: dict[str, Callable[[PolicyConfig], Policy]] = {}

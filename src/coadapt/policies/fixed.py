@@ -2,7 +2,9 @@
 
 A job waits until its requested slots are free and then keeps them to the end;
 strict FIFO (no backfilling), so the first waiting job blocks later ones, as on
-a plain batch queue.
+a plain batch queue. With priorities (``weight``) the queue is ordered by
+weight first, then submission: a waiting heavier job goes ahead of lighter
+ones but never preempts a running job.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ class Fixed:
         current = {j.name: j.allocation for j in snap.jobs if j.replicas}
         counts: dict[str, int] = {j.name: j.replicas for j in snap.jobs if j.replicas}
         placed = pack(counts, snap.slots_per_node, current)
-        for job in snap.jobs:
+        # Heavier jobs first, FIFO among equals (a stable sort keeps submission order).
+        for job in sorted(snap.jobs, key=lambda j: -j.weight):
             if job.replicas:
                 continue
             # Strict FIFO: the head waiting job must *place* (not merely fit by
             # count: fragmentation and the one-multi-node-job rule can refuse
             # it), otherwise nobody behind it starts.
+            # Everyone already admitted must keep their placement too: pack may
+            # otherwise place the newcomer by dropping an earlier (heavier) job.
             trial = {**counts, job.name: min(job.requested_replicas, total)}
             trial_placed = pack(trial, snap.slots_per_node, current)
-            alloc = trial_placed.get(job.name)
-            if alloc is None or sum(alloc) != trial[job.name]:
+            if any(sum(trial_placed.get(n, ())) != k for n, k in trial.items()):
                 break
             counts, placed = trial, trial_placed
         # Gang semantics: a job that could not get all its slots waits.

@@ -23,6 +23,25 @@ the gains come from (registered as variants, not run by 'all'):
   that allocation. Since workers do not adapt, the start rule and growth cap
   (which ration exploration of unseen slot counts) do not apply: a job starts
   at its request. This is batch tuning on top of fixed gang allocations.
+
+**Objectives** (one protocol: a per-slot-count cost per job, summed and
+minimized exactly; see :func:`power_cost`). The power mean over p is swept by
+variants ``pollux-p+1`` (the plain mean: throughput-greedy), ``pollux-p-0.5``
+(Sia's), ``pollux`` (p = -1), ``pollux-p-2`` and ``pollux-p-8`` (near max-min);
+``--p`` sets it for ``pollux`` itself.
+
+``pollux-fair``, our objective, trades mean JCT for finish-time fairness with
+the goodput model the policy already fits. Themis weights a job by how far
+behind its fair finish it is; a real scheduler cannot know a job's remaining
+work, but it can see how far behind it is *so far*:
+rho_hat = (age + tau) / (progress / fair_rate + tau), with fair_rate the
+job's predicted progress rate (goodput / M0) at the fair share, progress its
+own reported progress and tau = the restart delay (a prior that keeps a job
+with no progress yet finite: its rho_hat grows with its wait). Each job's
+power-mean term is weighted by rho_hat ** ``fairness`` (1 for pollux-fair),
+the weighted power mean Sia uses for priorities. A job that has been
+starved or slowed gets more slots until it catches up; a job that ran ahead
+yields. With ``fairness = 0`` this is Pollux.
 """
 
 from __future__ import annotations
@@ -57,12 +76,25 @@ from coadapt.policies.solve import min_sum_allocation
 _EPS = 1e-3  # keeps the power mean finite for jobs with no slots
 
 
+def power_cost(speedups: np.ndarray, p: float) -> np.ndarray:
+    """Per slot count, the cost whose sum the allocation minimizes so that the
+    power mean of the speedups is maximized: s^p for p < 0, -log s at p = 0
+    (the geometric mean, the limit p -> 0), -s^p for p > 0. NaN (a count the
+    job may not run at) costs infinity."""
+    s = speedups + _EPS
+    with np.errstate(invalid="ignore"):
+        cost = s ** p if p < 0 else (-np.log(s) if p == 0 else -(s ** p))
+    return np.where(np.isnan(cost), np.inf, cost)
+
+
 @register
 @dataclass
 class Pollux:
     config: PolicyConfig
     adapt_batch: bool = True  # choose each job's batch size (else its requested batch)
     adapt_workers: bool = True  # choose each job's slot count (else its request or none)
+    p: float | None = None  # the power-mean exponent of a variant (None: config.p)
+    fairness: float = 0.0  # weight each job by rho_hat ** fairness (pollux-fair: 1)
     name: str = "pollux"
     uses_oracle: ClassVar[bool] = False
     _tables: dict[str, tuple[GoodputModel, np.ndarray]] = field(default_factory=dict)
@@ -88,8 +120,10 @@ class Pollux:
         self._tables[job.name] = (job.model, table)
         return table
 
-    def _speedups(self, job: JobView, total: int, per_node: int, fair: int) -> np.ndarray:
-        """Speedup at 0..top slots; NaN where the job may not run at that count."""
+    def _speedups(self, job: JobView, total: int, per_node: int,
+                  fair: int) -> tuple[np.ndarray, float]:
+        """Speedup at 0..top slots (NaN where the job may not run at that
+        count) and the goodput at the fair share it is relative to (0: unknown)."""
         limit = self._max_slots(job, total)
         if self.adapt_workers:
             top = min(limit, growth_cap(job, total, start_slots(job, per_node,
@@ -97,15 +131,25 @@ class Pollux:
         else:
             top = max(1, min(job.requested_replicas, limit))
         s = np.arange(top + 1) / fair
+        base = 0.0
         if job.model is not None:
             table = self._goodput_table(job, limit, per_node)
-            base = table[min(fair, len(table) - 1)]
+            base = float(table[min(fair, len(table) - 1)])
             if base > 0:
                 s = table[: top + 1] / base
         if not self.adapt_workers:
             r = np.arange(top + 1)
             s = np.where((r == 0) | (r == top), s, np.nan)
-        return s
+        return s, base
+
+    def _weight(self, job: JobView, fair_goodput: float, tau: float) -> float:
+        """rho_hat ** fairness (see the module docstring); 1 for Pollux itself."""
+        if self.fairness == 0:
+            return 1.0
+        tau = max(tau, 1.0)
+        rate = fair_goodput / job.limits.init_batch_size  # progress per second at the share
+        behind = job.progress / rate if rate > 0 and job.progress > 0 else 0.0
+        return float(((job.age + tau) / (behind + tau)) ** self.fairness)
 
     def decide(self, snap: Snapshot) -> Decision:
         jobs = snap.jobs
@@ -113,20 +157,22 @@ class Pollux:
             return {}
         total, per_node = snap.total_slots, max(snap.slots_per_node)
         fair = max(1, math.ceil(total / len(jobs)))
-        delay, p = self.config.restart_delay, self.config.p
+        delay = self.config.restart_delay
+        p = self.config.p if self.p is None else self.p
         rank = np.argsort(np.argsort([j.attained_service for j in jobs], kind="stable"))
         costs = []
         for job, rk in zip(jobs, rank, strict=True):
-            s = self._speedups(job, total, per_node, fair)
+            s, fair_goodput = self._speedups(job, total, per_node, fair)
+            weight = self._weight(job, fair_goodput, delay)
             # no delay at age 0 (a job just submitted, --restart-delay 0): nothing to lose
             factor = max(job.age - job.restarts * delay, 0.0) / (job.age + delay) \
                 if job.age + delay > 0 else 1.0
             r = np.arange(len(s))
             s = np.where(r == job.replicas, s, s * factor)
-            cost = (s + _EPS) ** p if p < 0 else -((s + _EPS) ** p)
-            cost = np.where(np.isnan(cost), np.inf, cost)
-            # Among jobs left without slots, prefer to serve the least-served.
-            cost[0] *= 1.0 + 1e-3 * (len(jobs) - rk) / len(jobs)
+            cost = job.weight * weight * power_cost(s, p)
+            # Among jobs left without slots, prefer to serve the least-served:
+            # a little more cost for leaving it out, whatever the sign of p.
+            cost[0] += abs(cost[0]) * 1e-3 * (len(jobs) - rk) / len(jobs)
             costs.append(cost)
         counts = min_sum_allocation(costs, total)
         want = {j.name: c for j, c in zip(jobs, counts, strict=True) if c > 0}
@@ -152,3 +198,6 @@ class Pollux:
 
 register_variant("pollux-workers-only", Pollux, adapt_batch=False)
 register_variant("pollux-batch-only", Pollux, adapt_workers=False)
+register_variant("pollux-fair", Pollux, fairness=1.0)
+for _p in (1.0, -0.5, -2.0, -8.0):
+    register_variant(f"pollux-p{_p:+g}", Pollux, p=_p)

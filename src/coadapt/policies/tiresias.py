@@ -5,7 +5,8 @@ slots; 16 GPU-hours in the Pollux study, ``PolicyConfig.tiresias_threshold``,
 scaled to the workload for minute-long CPU jobs), FIFO within a queue, no
 starvation promotion; jobs run at their requested slots and batch size; a
 job that no longer fits is preempted; a smaller job later in the queue may
-start when an earlier one does not fit.
+start when an earlier one does not fit. With priorities (``weight``) each
+queue is ordered by weight, then arrival.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ class Tiresias:
             self._last_check[name] = now
         budget = snap.total_slots
         running: list[str] = []
-        for name in self._q0 + self._q1:
+        def by_weight(queue: list[str]) -> list[str]:  # heavier first, FIFO among equals
+            return sorted(queue, key=lambda k: -jobs[k].weight)
+
+        for name in by_weight(self._q0) + by_weight(self._q1):
             need = min(jobs[name].requested_replicas, snap.total_slots)
             if need <= budget:
                 running.append(name)

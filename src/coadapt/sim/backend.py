@@ -91,9 +91,10 @@ class ModeledBackend:
         r = job.record
         if self.costs is None:
             return self.delay
+        lag = self.costs.poll_lag  # the launch (or the stop before it) waits for a poll
         if r.restarts == 0:
-            return self.costs.start(r.spec.application, r.replicas)
-        return self.costs.restart(r.spec.application, r.replicas)
+            return self.costs.start(r.spec.application, r.replicas) + lag
+        return self.costs.restart(r.spec.application, r.replicas) + lag
 
     def _colocation(self, job: ModeledJob) -> float:
         if self.costs is None:
@@ -193,7 +194,9 @@ class ModeledBackend:
             job.rate = 0.0
             job.finishing = True
             job.final_metric = job.metric()
-            hold = pause + (self.costs.verify(app) if self.costs is not None else 0.0)
+            # the target seen on a poll, then the verifier's exit on another
+            hold = pause + (self.costs.verify(app) + 2 * self.costs.poll_lag
+                            if self.costs is not None else 0.0)
             if hold > 0:
                 self.after(job, hold, self._finish)
             else:

@@ -112,12 +112,26 @@ class TypeCosts:
         return d
 
 
+LIVE_POLL_S = 0.25  # how often the live executor polls its groups (live.backend)
+CALIBRATION_POLL_S = 0.02  # how often the calibration polls (measure.calibrate)
+
+
 @dataclass(frozen=True)
 class LiveCosts:
     types: dict[str, TypeCosts]
     meta: dict[str, Any] = field(default_factory=dict)
     speed: dict[str, float] = field(default_factory=dict)
     """Per type, profiled step times are scaled by this too (``scaled``)."""
+
+    @property
+    def poll_lag(self) -> float:
+        """Seconds a live run loses per event it reacts to that the calibration
+        did not: the executor sees a stop request, a free core or a finished
+        job only on its next poll (half a poll on average), the calibration
+        polled faster and its measured costs hold only its own half-poll."""
+        live = float(self.meta.get("live_poll_s", LIVE_POLL_S))
+        cal = float(self.meta.get("poll_s", CALIBRATION_POLL_S))
+        return max(live - cal, 0.0) / 2
 
     def start(self, app: str, workers: int) -> float:
         return _by_workers(self.types[app].start, workers)

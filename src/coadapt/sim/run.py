@@ -20,7 +20,7 @@ from coadapt.policies.replay import ReplayPolicy
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.backend import ModeledBackend
 from coadapt.sim.costs import LiveCosts, refine_profiles
-from coadapt.sim.isolation import append_fairness
+from coadapt.sim.yardstick import append_fairness, yardstick_for
 from coadapt.ui.progress import ProgressBar
 
 KINDS = ("simulation", "prediction", "sim-measured", "replay")
@@ -91,13 +91,9 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
                         restart_delay=settings.restart_delay, on_progress=progress)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
-            if settings.fairness:
-                append_fairness(log, events_path, engine.env.now, workload, settings, limits,
-                                # exact reports: T_iso is a clean yardstick
-                                lambda: ModeledBackend(
-                                    profiles, settings.restart_delay, costs,
-                                    efficiency_truth=settings.efficiency_truth),
-                                lambda: make_policy(policy_name, settings.policy_config()))
+            if settings.fairness:  # the shared yardstick: the same for every policy
+                append_fairness(log, engine.env.now, workload,
+                                yardstick_for(settings, profiles, limits, costs))
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     bar.close()
     return write_results(out_dir)

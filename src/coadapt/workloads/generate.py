@@ -179,10 +179,13 @@ def generate(arrivals: list[Arrival], n: int, profiles: Mapping[str, AppProfile]
     return rows
 
 
-def write_workload(path: Path, rows: list[Row]) -> None:
+def write_workload(path: Path, rows: list[Row], weights: list[float] | None = None) -> None:
+    """The AdaptDL CSV; a ``weight`` column only when some job's weight is not 1."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    weighted = weights is not None and any(w != 1.0 for w in weights)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["name", "time", "application", "num_replicas", "batch_size"])
-        for name, t, app, r, b in rows:
-            w.writerow([name, int(t), app, r, b])
+        w.writerow(["name", "time", "application", "num_replicas", "batch_size",
+                    *(["weight"] if weighted else [])])
+        for i, (name, t, app, r, b) in enumerate(rows):
+            w.writerow([name, int(t), app, r, b, *([f"{weights[i]:g}"] if weighted else [])])

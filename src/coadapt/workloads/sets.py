@@ -7,7 +7,8 @@ arrival rate or with other requests:
 
 * ``cpu-load1`` .. ``cpu-load8``: 1x to 8x philly-small's arrival rate;
 * ``cpu-burst``: 40 jobs within 3 min;
-* ``cpu-user``: 2x load with user-chosen, untuned requests (often oversized).
+* ``cpu-user``: 2x load with user-chosen, untuned requests (often oversized);
+* ``cpu-priority``: cpu-load2 with 20% of the jobs at weight 4 (priorities).
 
 Tuned requests are priced at the simulator's truth on the cluster given to
 ``make_workload`` (``generate.configurations``), so another network
@@ -39,6 +40,8 @@ USER_MAX_WORKERS = 8
 # Requests come from their own random stream, (seed, REQUEST_STREAM): the same seed
 # on another cluster or network keeps its arrivals and job types.
 REQUEST_STREAM = 1
+PRIORITY_STREAM = 2  # and which jobs are high-priority: a third stream, so cpu-priority
+# is cpu-load2 with weights, job for job
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class WorkloadSet:
                                                    hash=False)
     user_chosen: bool = False
     max_user_workers: int = USER_MAX_WORKERS
+    priority_share: float = 0.0  # this share of the jobs (drawn at random) is high-priority
+    priority_weight: float = 4.0  # ... with this weight (the rest: 1)
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or not self.window_s > 0:
@@ -80,6 +85,9 @@ SETS: dict[str, WorkloadSet] = {s.name: s for s in (
     *(_load_set(f) for f in (1, 2, 4, 8)),
     WorkloadSet("cpu-burst", "40 jobs within 3 min, tuned requests: a queue to drain",
                 40, 180.0),
+    WorkloadSet("cpu-priority", "cpu-load2 (the same arrivals, job types and requests) "
+                "with 20% of the jobs high-priority (weight 4)", BASE_JOBS * 2, BASE_WINDOW_S,
+                priority_share=0.2),
     WorkloadSet("cpu-user", "2x load (60 jobs in 30 min) with user-chosen requests: 1-8 "
                 "workers and any validated batch they can run, not tuned (often oversized)",
                 60, BASE_WINDOW_S, user_chosen=True),
@@ -108,6 +116,10 @@ def make_workload(workload_set: str | WorkloadSet, seed: int,
     rows = generate(arrivals, ws.jobs, profiles, declared_limits(apps, profiles), ws.classes,
                     cluster, rng, tuned=not ws.user_chosen,
                     user_max_workers=ws.max_user_workers, request_rng=requests)
-    jobs = tuple(JobSpec(name, float(t), app, r, b, line=i + 2)
+    weights = np.ones(len(rows))
+    if ws.priority_share > 0:
+        pick = np.random.default_rng((seed, PRIORITY_STREAM)).permutation(len(rows))
+        weights[pick[: round(ws.priority_share * len(rows))]] = ws.priority_weight
+    jobs = tuple(JobSpec(name, float(t), app, r, b, line=i + 2, weight=float(weights[i]))
                  for i, (name, t, app, r, b) in enumerate(rows))
     return Workload(name=ws.name, path=None, jobs=jobs)  # type: ignore[arg-type]
