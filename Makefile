@@ -15,7 +15,7 @@ SEEDS    ?= 5
 JOBS     ?=
 EXP_OUT  ?= out/experiment
 
-.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment clean help
+.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment study clean help
 
 # make live has its own defaults; a value given on the command line wins.
 given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
@@ -31,6 +31,7 @@ help:
 	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
 	@echo "make experiment [SEEDS=5 JOBS=2 EXP_OUT=out/experiment] (the study: CPU sets x policies x seeds, simulated)"
+	@echo "make study [SEEDS=5] (objectives: Pareto; priorities; sensitivity to restart cost, profile error, network; ~15 min, simulated)"
 	@echo "make workloads (rewrite traces/cpu-*.csv: the named CPU workload sets, seed 1, 8x2)"
 
 $(STAMP): pyproject.toml
@@ -81,6 +82,35 @@ workloads: $(STAMP)
 experiment: $(STAMP)
 	$(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --out $(EXP_OUT) \
 		$(if $(JOBS),--jobs $(JOBS))
+
+# The objective, priority and sensitivity studies (simulated; ~15 min on 2 cores),
+# each an experiment folder under out/study/ with its figure and table.
+STUDY    := $(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --no-progress
+STUDY_MEASURED_RESTART ?= 3.08
+study: $(STAMP)
+	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --out out/study/pareto \
+		--policies fixed,dynamic,pollux,pollux-p+1,pollux-p-0.5,pollux-p-2,pollux-p-8,pollux-fair
+	$(PY) benchmarks/study.py pareto out/study/pareto
+	$(STUDY) --workloads cpu-priority,cpu-load8 --out out/study/priority \
+		--policies fixed,tiresias,dynamic,pollux,pollux-fair
+	$(PY) benchmarks/study.py priority out/study/priority cpu-priority cpu-load8
+	for x in 0.25 0.5 1 2 4 8; do \
+		$(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux --live-costs none \
+			--restart-delay $$(python3 -c "print($(STUDY_MEASURED_RESTART)*$$x)") \
+			--out out/study/restart/x$$x || exit 1; done
+	$(PY) benchmarks/study.py sweep "restart delay (x $(STUDY_MEASURED_RESTART) s)" out/study/restart/x*
+	for s in 0 1 3; do $(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux \
+		--observation-noise $$s --out out/study/noise/s$$s || exit 1; done
+	$(PY) benchmarks/study.py sweep "observation noise S" out/study/noise/s*
+	$(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux --bandwidth 1,10,100 \
+		--out out/study/network/all
+	$(PY) benchmarks/study.py sweep "network bandwidth (Gbit/s)" out/study/network/all --column bandwidth
+	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policies fixed,dynamic,pollux \
+		--efficiency-truth formula --out out/study/truth/t0
+	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policies fixed,dynamic,pollux \
+		--efficiency-truth curves --out out/study/truth/t1
+	$(PY) benchmarks/study.py sweep "efficiency truth (0 = gain formula, 1 = measured curves)" \
+		out/study/truth/t0 out/study/truth/t1
 
 report: $(STAMP)
 	$(VENV)/bin/coadapt report $(OUT)

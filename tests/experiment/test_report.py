@@ -115,6 +115,19 @@ def test_report_of_a_small_real_grid(grid_report):
     check_figures(out)
 
 
+def test_report_says_per_set_where_rho_measures_fairness(grid_report):
+    _, results, s, _, text = grid_report
+    assert "## Where rho carries information" in text
+    # the yardstick is shared: every policy of a set and seed sees the same N and share
+    per = results.group_by(["set", "seed"]).agg(pl.col("n_iso_mean").n_unique().alias("k"),
+                                                pl.col("share_median").n_unique().alias("m"))
+    assert per["k"].max() == 1 and per["m"].max() == 1
+    for r in s.group_by("set").agg(pl.col("n_iso_mean").mean()).iter_rows(named=True):
+        verdict = ("fairness: jobs share the cluster" if r["n_iso_mean"] >= 2.0
+                   else "mostly efficiency")
+        assert any(f"| {r['set']} |" in line and verdict in line for line in text.splitlines())
+
+
 def test_example_defaults_to_pollux_on_the_most_contended_set(grid_dir):
     _, results = grid_dir
     ex = pick_example(results)

@@ -50,8 +50,8 @@ def test_registry_holds_the_declared_sets():
     assert all(s.name == n and s.description for n, s in SETS.items())
 
 
-def test_priority_set_is_load2_with_a_fifth_of_the_jobs_weighted(cpu):
-    base = make_workload("cpu-load2", 3, cpu, CLUSTER)
+def test_priority_set_is_load8_with_a_fifth_of_the_jobs_weighted(cpu):
+    base = make_workload("cpu-load8", 3, cpu, CLUSTER)
     prio = make_workload("cpu-priority", 3, cpu, CLUSTER)
     unweighted = [dataclasses.replace(j, weight=1.0) for j in prio.jobs]
     assert unweighted == list(base.jobs)  # same arrivals, types and requests

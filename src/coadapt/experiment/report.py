@@ -268,6 +268,7 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
               "job. `modeled` is the share of slot-time on placements whose speed was not "
               "measured.", ""]
     lines.append(markdown_table(summary_table(summary)) if summary.height else "(no cells)")
+    lines += ["", "## Where rho carries information", "", *_rho_scope(summary)]
     lines += ["", "## Goals", ""]
     if goals.height:
         met = int(goals["met"].sum())
@@ -298,6 +299,34 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
     for k, cap in captions.items():
         lines += [f"![{cap}](figures/{paths[k].name})", ""]
     return "\n".join(lines)
+
+
+INFORMATIVE_N = 2.0  # below this the fair share is over half the cluster
+
+
+def _rho_scope(summary: pl.DataFrame) -> list[str]:
+    """Per set, how contended the shared yardstick is. rho = JCT / T_iso with
+    T_iso on floor(slots / N) slots: where N is about 1 the share is the whole
+    cluster and rho measures how well a policy runs a job, not how it shares."""
+    if not summary.height or "n_iso_mean" not in summary.columns:
+        return ["(no yardstick in these logs)"]
+    per_set = (summary.group_by(["tag", "set", "load"], maintain_order=True)
+               .agg(pl.col("n_iso_mean").mean(), pl.col("share_median").median()))
+    rows = []
+    for r in per_set.iter_rows(named=True):
+        n = r["n_iso_mean"]
+        verdict = "–" if n is None else (
+            "fairness: jobs share the cluster" if n >= INFORMATIVE_N
+            else "mostly efficiency: the share is most of the cluster")
+        rows.append({"network": r["tag"], "set": r["set"], "load": r["load"], "mean N": n,
+                     "median share (slots)": r["share_median"], "rho measures": verdict})
+    return ["The yardstick (one per job, shared by every policy: `sim/yardstick.py`) gives "
+            "each job floor(slots / N) slots, N the mean number of jobs present over its "
+            f"life in the yardstick's own schedule. Where N < {INFORMATIVE_N:g} a job's share "
+            "is over half the cluster, so rho > 1 there says the policy ran the job worse "
+            "than its best static configuration, not that it was starved by others.", "",
+            markdown_table(pl.DataFrame(rows), {"load": "{:.3g}", "mean N": "{:.2f}",
+                                                "median share (slots)": "{:.0f}"})]
 
 
 def _coverage_sentence(summary: pl.DataFrame) -> str:

@@ -37,11 +37,13 @@ MEANS = {  # summary column <- results column (mean over seeds)
     "modeled_frac": "modeled_frac", "restarts_mean": "restarts_mean",
     "prio_avg_jct": "prio_avg_jct", "rest_avg_jct": "rest_avg_jct",
     "prio_mean_rho": "prio_mean_rho", "rest_mean_rho": "rest_mean_rho",
+    "n_iso_mean": "n_iso_mean", "share_median": "share_median",
 }
 FLOATS = ("bandwidth", "load", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilization",
           "mean_goodput", "max_rho", "p99_rho", "unfair_frac", "jain_rho", "restarts_mean",
           "wait_mean", "run_mean", "delay_mean", "modeled_frac", "jobs", "completed",
-          "prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho")
+          "prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho", "n_iso_mean",
+          "share_median")
 
 
 def policy_order() -> list[str]:
@@ -239,7 +241,8 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
     cols = ["tag", "bandwidth", "set", "load", "policy", "seeds", "completed_frac",
             "avg_jct", "avg_jct_lo", "avg_jct_hi", "p99_jct", "utilization", "max_rho",
             "max_rho_worst", "p99_rho", "unfair_frac", "jain", "wait_mean", "run_mean",
-            "delay_mean", "restarts_mean", "modeled_frac"]
+            "delay_mean", "restarts_mean", "modeled_frac", "n_iso_mean", "share_median",
+            "prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho"]
     for b in BASELINES:
         cols += [f"vs_{b}", f"vs_{b}_lo", f"vs_{b}_hi", f"vs_{b}_n"]
     return _sort(agg.select(cols))

@@ -158,6 +158,9 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         "unfair_frac": float(np.mean(rho > 1.1)) if len(rho) else None,
         "jain_rho": float(rho.sum() ** 2 / (len(rho) * (rho**2).sum())) if len(rho) else None,
         "restarts_mean": float(jobs["restarts"].drop_nulls().mean() or 0.0),
+        # the shared yardstick's contention: its N per job and the fair share it gives
+        "n_iso_mean": jobs["n_iso"].drop_nulls().mean() if jobs.height else None,
+        "share_median": jobs["share"].drop_nulls().median() if jobs.height else None,
         **priority_split(jobs),
         "decision_ms_median": float(np.median(ms)) if ms else None,
         "decision_ms_p99": pct(np.array(ms), 99),
