@@ -30,7 +30,7 @@ from coadapt.profiles.efficiency import MeasuredEfficiency
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
 from coadapt.sim.job import ModeledJob, ReportNoise
-from coadapt.sim.truth import ClusterTruth
+from coadapt.sim.truth import ClusterTruth, efficiency_correction
 
 
 class ModeledBackend:
@@ -61,9 +61,7 @@ class ModeledBackend:
         to target under ``efficiency_truth == "curves"`` where the profile has
         them; None means Pollux's gain formula is the truth (e.g. the AdaptDL
         GPU traces, which keep the reference simulator's semantics)."""
-        if self.efficiency_truth != "curves":
-            return None
-        return profile.measured_efficiency
+        return efficiency_correction(profile, self.efficiency_truth)
 
     def truth(self, app: str) -> ClusterTruth:
         """The ground truth of one job type on this backend's cluster."""
@@ -91,10 +89,7 @@ class ModeledBackend:
         r = job.record
         if self.costs is None:
             return self.delay
-        lag = self.costs.poll_lag  # the launch (or the stop before it) waits for a poll
-        if r.restarts == 0:
-            return self.costs.start(r.spec.application, r.replicas) + lag
-        return self.costs.restart(r.spec.application, r.replicas) + lag
+        return self.costs.launch(r.spec.application, r.replicas, restart=r.restarts > 0)
 
     def _colocation(self, job: ModeledJob) -> float:
         if self.costs is None:
@@ -194,9 +189,7 @@ class ModeledBackend:
             job.rate = 0.0
             job.finishing = True
             job.final_metric = job.metric()
-            # the target seen on a poll, then the verifier's exit on another
-            hold = pause + (self.costs.verify(app) + 2 * self.costs.poll_lag
-                            if self.costs is not None else 0.0)
+            hold = pause + (self.costs.finish(app) if self.costs is not None else 0.0)
             if hold > 0:
                 self.after(job, hold, self._finish)
             else:

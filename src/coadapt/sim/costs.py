@@ -145,6 +145,16 @@ class LiveCosts:
     def verify(self, app: str) -> float:
         return self.types[app].verify
 
+    def launch(self, app: str, workers: int, restart: bool = False) -> float:
+        """What a live (re)launch costs: the measured start or restart plus the
+        poll lag (the launch, or the stop before it, waits for a poll)."""
+        return (self.restart if restart else self.start)(app, workers) + self.poll_lag
+
+    def finish(self, app: str) -> float:
+        """What finishing costs after the final validation: the target seen on
+        a poll, the fresh-process verification, its exit seen on another poll."""
+        return self.verify(app) + 2 * self.poll_lag
+
     def colocation(self, app: str, neighbours: Iterable[str]) -> float:
         """Step-time factor of ``app`` while other jobs share its node: the
         factor measured over every neighbour type pooled (``any``); without

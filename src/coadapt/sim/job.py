@@ -25,10 +25,9 @@ import numpy as np
 
 from coadapt.engine.record import JobRecord
 from coadapt.models.batching import step_with_accum
-from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment, Oracle
 from coadapt.profiles.profile import AppProfile, Spread
-from coadapt.sim.truth import ClusterTruth
+from coadapt.sim.truth import ClusterTruth, true_gain
 
 if TYPE_CHECKING:
     from coadapt.sim.backend import ModeledBackend
@@ -111,10 +110,7 @@ class ModeledJob:
         batch = r.batch_size
         m0 = r.limits.init_batch_size
         sqr, var = self.profile.grad_stats(batch, self.epoch)
-        g = float(gain(sqr, var, batch / m0))
-        measured = self.backend.measured_efficiency(self.profile)
-        if measured is not None:  # the measured runs to target, not the policies' formula
-            g *= measured.factor(batch, m0)
+        g = float(true_gain(sqr, var, batch, m0, self.backend.measured_efficiency(self.profile)))
         return step, sync, batch / total, g * m0 / batch, g / total
 
     def observe(self, t: float) -> dict[str, float]:

@@ -17,11 +17,36 @@ the policy never sees the network's bandwidth, only steps it ran.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from coadapt.data.cluster import Network
 from coadapt.jobs.registry import JOB_TYPES
+from coadapt.models.goodput import gain
 from coadapt.profiles.profile import AppProfile, normalize_placement
 
+if TYPE_CHECKING:
+    from coadapt.profiles.efficiency import MeasuredEfficiency
+
 MEASURED, NETWORK, EXTRAPOLATED = "measured", "network", "extrapolated"
+
+
+def efficiency_correction(profile: AppProfile, efficiency_truth: str
+                          ) -> MeasuredEfficiency | None:
+    """The measured runs to target that correct the gain formula under
+    ``efficiency_truth == "curves"`` (where the profile has them); None: the
+    formula is the truth (e.g. the AdaptDL GPU traces, the reference's semantics)."""
+    return profile.measured_efficiency if efficiency_truth == "curves" else None
+
+
+def true_gain(sqr: np.ndarray | float, var: np.ndarray | float, batch: float, m0: int,
+              measured: MeasuredEfficiency | None) -> np.ndarray | float:
+    """Progress per step at ``batch`` in the simulator's truth: Pollux's gain
+    formula on the profile's gradient statistics, corrected by the measured
+    runs to target where ``measured`` has them (None: the formula is the truth)."""
+    g = gain(sqr, var, batch / m0)
+    return g * measured.factor(batch, m0) if measured is not None else g
 
 
 def _ring_volume(k: int) -> float:

@@ -44,11 +44,10 @@ from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.run import RunSettings
 from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits, split_batch, step_with_accum
-from coadapt.models.goodput import gain
 from coadapt.policies.estimates import packed_placement
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts
-from coadapt.sim.truth import ClusterTruth
+from coadapt.sim.truth import ClusterTruth, efficiency_correction, true_gain
 
 MAX_ROUNDS = 100  # fixed-point iterations; it settles in a handful
 BATCH_GRID = 24  # candidate batch sizes per job type, log-spaced over its limits
@@ -92,36 +91,37 @@ class Yardstick:
                                                       self.cluster.network)
         return hit
 
-    def _train_seconds(self, app: str, k: int, batches: np.ndarray) -> np.ndarray:
-        """Seconds of training to target at k packed workers, per constant batch."""
+    def _train_seconds(self, app: str, k: int,
+                       batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds of training to target at k packed workers, per constant batch,
+        and the batch actually run (micro-batch x k x accumulation steps)."""
         prof, lim = self.profiles[app], self.limits[app]
         m0 = lim.init_batch_size
         placement = packed_placement(k, max(self.cluster.slots_per_node))
         micro, accum = split_batch(batches, k, lim)
         truth = self._truth(app)
         out = np.full(len(batches), np.inf)
+        run = (micro * k * (accum + 1)).astype(int)
         sqr, var = prof.grad_stats_grid(batches.astype(float))
-        measured = prof.measured_efficiency if self.efficiency_truth == "curves" else None
+        measured = efficiency_correction(prof, self.efficiency_truth)
         dp = np.diff(prof.epoch_progress)
         for i in range(len(batches)):
-            if micro[i] * k * (accum[i] + 1) < m0 or micro[i] < lim.min_local_bsz:
+            if run[i] < m0 or micro[i] < lim.min_local_bsz:
                 continue
             step, sync = truth.throughput(placement, float(micro[i]))
             total = step_with_accum(step, sync, int(accum[i]))
-            b = float(micro[i] * k * (accum[i] + 1))
+            b = float(run[i])
             ce = prof.completion_epoch(b)
-            g = gain(sqr[: ce + 1, i], var[: ce + 1, i], b / m0)
-            if measured is not None:
-                g = g * measured.factor(b, m0)
+            g = true_gain(sqr[: ce + 1, i], var[: ce + 1, i], b, m0, measured)
             out[i] = float(np.sum(dp[: ce + 1] / g)) * total
-        return out
+        return out, run
 
     def _overheads(self, app: str, k: int, epochs: int) -> float:
         """Start, validation pauses, final validation and verification at k workers."""
         if self.costs is None:
             return self.restart_delay
-        c, lag = self.costs, self.costs.poll_lag
-        return (c.start(app, k) + lag + epochs * c.eval(app, k) + c.verify(app) + 2 * lag)
+        c = self.costs
+        return c.launch(app, k) + epochs * c.eval(app, k) + c.finish(app)
 
     def best(self, app: str, share: int) -> Best:
         """The fastest static (workers <= share, batch) for ``app``."""
@@ -135,11 +135,11 @@ class Yardstick:
                                                BATCH_GRID)).astype(int))
         best: Best | None = None
         for k in range(1, top + 1):
-            secs = self._train_seconds(app, k, grid)
+            secs, run = self._train_seconds(app, k, grid)
             for i in np.argsort(secs)[:3]:  # the overheads differ little by batch
                 if not np.isfinite(secs[i]):
                     continue
-                m = int(grid[i])
+                m = int(run[i])
                 epochs = prof.completion_epoch(float(m)) + 1
                 t = float(secs[i]) + self._overheads(app, k, epochs)
                 if best is None or t < best.seconds:
