@@ -15,7 +15,7 @@ SEEDS    ?= 5
 JOBS     ?=
 EXP_OUT  ?= out/experiment
 
-.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment study clean help
+.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment study netbench live-net clean help
 
 # make live has its own defaults; a value given on the command line wins.
 given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
@@ -33,6 +33,8 @@ help:
 	@echo "make experiment [SEEDS=5 JOBS=2 EXP_OUT=out/experiment] (the study: CPU sets x policies x seeds, simulated)"
 	@echo "make study [SEEDS=5] (objectives: Pareto; priorities; sensitivity to restart cost, profile error, network; ~15 min, simulated)"
 	@echo "make workloads (rewrite traces/cpu-*.csv: the named CPU workload sets, seed 1, 8x2)"
+	@echo "make netbench [NET_OUT=out/netbench] (gloo all-reduce between emulated nodes: the network calibration; root, ~6 min)"
+	@echo "make live-net [NET_BW=1 NET_SET=live-net-a] (live on 2 emulated nodes, 2x1, fixed/dynamic/pollux; root)"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -55,6 +57,20 @@ live: $(STAMP)
 	$(VENV)/bin/coadapt live --workload $(LIVE_WORKLOAD) --profiles $(PROFILES) \
 		--policy $(LIVE_POLICY) --cluster $(LIVE_CLUSTER) --interval $(LIVE_INTERVAL) --out $(LIVE_OUT) \
 		$(if $(CALIBRATION),--calibration $(CALIBRATION))
+
+# Real gloo all-reduce between emulated nodes (network namespaces, tc-shaped links):
+# the measured-vs-declared table and the network calibration (OUT/network.json). Root.
+NET_OUT ?= out/netbench
+netbench: $(STAMP)
+	$(VENV)/bin/coadapt netbench --out $(NET_OUT)
+
+# Live on two emulated nodes (2x1) at NET_BW Gbit/s per link: calibrate, measure the
+# network, predict, run fixed, dynamic and pollux, compare. Root.
+NET_BW  ?= 1
+NET_SET ?= live-net-a
+live-net: $(STAMP)
+	$(VENV)/bin/coadapt live --cluster 2x1 --network emulated --bandwidth $(NET_BW) \
+		--workload $(NET_SET) --policy fixed,dynamic,pollux --out out/live-net/$(NET_SET)-$(NET_BW)
 
 # Measure live start/restart/validation/verification/co-location costs into PROFILES.
 calibrate: $(STAMP)

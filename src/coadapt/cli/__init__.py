@@ -18,6 +18,7 @@ examples:
   coadapt experiment --seeds 5 --jobs 2                   # the study: sets x policies x seeds
   coadapt live --workload live-mixed --policy pollux      # real processes, then sim vs live
   coadapt calibrate                                       # measure live costs for the simulator
+  coadapt netbench                                        # measure the network between emulated nodes
   coadapt simulate --workload ../shared/reference/adaptdl/workloads/workload-6.csv \\
       --profiles adaptdl:../shared/reference/adaptdl --policy pollux --cluster 16x4
   coadapt report out/sim
@@ -27,7 +28,17 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coadapt.cli import calibrate, compare, experiment, live, profile, report, simulate, workload
+    from coadapt.cli import (
+        calibrate,
+        compare,
+        experiment,
+        live,
+        net,
+        profile,
+        report,
+        simulate,
+        workload,
+    )
     from coadapt.jobs import commands as job_commands
 
     parser = argparse.ArgumentParser(
@@ -40,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (simulate, experiment, live, calibrate, report, compare, workload, profile,
-                   job_commands):
+                   net, job_commands):
         module.register(sub)
     return parser
 

@@ -125,13 +125,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace):
     """Validate every option once, in the driver, and load what the cells share."""
-    from coadapt.data.cluster import ClusterSpec, Network
+    from coadapt.data.cluster import ClusterSpec
     from coadapt.data.workload import load_workload
     from coadapt.engine.limits import declared_limits
     from coadapt.experiment.grid import code_digest, fingerprint, unique
     from coadapt.experiment.runner import CellContext
     from coadapt.policies import REGISTRY
     from coadapt.profiles.sources import load_profiles
+    from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
     from coadapt.sim.costs import refine_profiles, resolve_costs
     from coadapt.workloads.sets import SETS, make_workload
@@ -170,9 +171,9 @@ def _plan(args: argparse.Namespace):
     options = {k: getattr(args, k) for k in ("cluster", "latency", "interval", "restart_delay",
                                              "new_jobs", "tiresias_threshold", "power",
                                              "observation_noise", "efficiency_truth",
-                                             "preset")}
+                                             "preset", "net_calibration")}
     for bw in args.bandwidth:  # every option fails here, once, not in every cell
-        cluster = ClusterSpec.parse(args.cluster, Network(bw, args.latency))
+        cluster = ClusterSpec.parse(args.cluster, network(args, bw))
         sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, truth, cluster)
         limits = declared_limits({j.application for j in sample.jobs}, profiles)
         run_settings(argparse.Namespace(**options, bandwidth=bw, seed=1), sample, profiles,
@@ -182,6 +183,8 @@ def _plan(args: argparse.Namespace):
         "options": options, "profiles": {a: p.source for a, p in sorted(profiles.items())},
         "profile_files": _profile_stamp(args.profiles), "costs": costs.meta if costs else None,
         "code": code_digest(root),
+        "net_calibration": (Path(args.net_calibration).read_text()
+                            if args.net_calibration else None),
         "csv": {n: [(j.name, j.submit_time, j.application, j.num_replicas, j.batch_size)
                     for j in w.jobs] for n, w in sorted(fixed.items())}})
     ctx = CellContext(profiles, costs, options, fixed, fp, truth)

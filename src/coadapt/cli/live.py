@@ -42,6 +42,8 @@ examples:
   coadapt live --calibration out/live/calibration.json --out out/live2   # reuse a calibration
   coadapt live --workload live-burst --policy all --out out/live-burst
   coadapt live --resume out/live                 # continue an interrupted run
+  coadapt live --cluster 2x1 --network emulated --bandwidth 0.1 --workload live-net-a \\
+      --policy all --out out/live-net   # two emulated nodes, a 100 Mbit/s link each
 """
 
 RUN_FILE = "live.json"
@@ -72,6 +74,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "runs 'coadapt calibrate --quick' on this machine first; 'this' reuses this "
                    "machine's newest in out/calibrations/; 'profiles' the shipped one "
                    "(another machine: warned); or a file")
+    p.add_argument("--network", choices=("loopback", "emulated"), default="loopback",
+                   help="between nodes: 'loopback' (default; every node on this machine's "
+                   "loopback, nothing shaped) or 'emulated': each node a network namespace "
+                   "on its own cores behind a switch, its link shaped to --bandwidth with tc "
+                   "(needs root). Emulated runs measure the network first (a short 'coadapt "
+                   "netbench' into OUT/netbench/) unless --net-calibration FILE is given")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="continue the interrupted run in DIR (other options are taken from it)")
     p.add_argument("--no-compare", action="store_true",
@@ -102,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.live.cores import check_cluster
     from coadapt.live.resume import ResumeError
     from coadapt.live.run import AlreadyRun
+    from coadapt.net.nodes import NetworkUnavailable, require_capability
     from coadapt.policies import REGISTRY, policy_names
     from coadapt.profiles.profile import ProfileError
     from coadapt.runs.options import settings as run_settings
@@ -137,18 +146,24 @@ def run(args: argparse.Namespace) -> int:
                                show_progress=False).cluster
         check_cluster(cluster)
         check_live_workload(workload, cluster)
+        if spec.get("network") == "emulated":
+            require_capability()
         if not args.resume:
             _claim(out, spec)
         costs = _calibration(spec, out, workload, profiles, resumed=bool(args.resume))
+        if spec.get("network") == "emulated" and not args.resume:
+            _net_calibration(spec, out, cluster)
         settings = run_settings(argparse.Namespace(**spec), workload, profiles or {}, limits,
                                 costs, show_progress=False)
-    except (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun) as exc:
+    except (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun,
+            NetworkUnavailable) as exc:
         return _fail(str(exc))
     if costs is None:
         log.warning("no calibration: policies assume a %.0f s restart and nothing is "
                     "predicted; run 'coadapt calibrate --quick'", settings.restart_delay)
     live = LiveSettings(seed=spec["seed"], status=not args.no_status,
-                        targets=spec["targets"], eval_every=spec["evals"])
+                        targets=spec["targets"], eval_every=spec["evals"],
+                        network=spec.get("network") or "loopback")
     return _run_policies(names, workload, settings, spec, live, profiles, costs, out,
                          resume=bool(args.resume), compare=not args.no_compare)
 
@@ -180,6 +195,40 @@ def _calibration(spec: dict, out: Path, workload, profiles, *, resumed: bool):
     return costs
 
 
+def _net_calibration(spec: dict, out: Path, cluster) -> None:
+    """The network the prediction charges on emulated nodes: --net-calibration
+    FILE, else a short netbench now (K = 2..nodes at this run's bandwidth) into
+    OUT/netbench/; recorded in live.json so a resumed run keeps it."""
+    from coadapt.data.atomic import atomic_write_text
+    from coadapt.net.bench import BenchPlan, fit_table, run_netbench, save
+    from coadapt.profiles.network import load_network_calibration
+    from coadapt.ui.progress import ProgressBar
+
+    if spec.get("net_calibration"):
+        cal = load_network_calibration(spec["net_calibration"])
+    else:
+        bw = float(spec["bandwidth"])
+        plan = BenchPlan(ks=tuple(range(2, min(cluster.num_nodes, 8) + 1)), bandwidths=(bw,),
+                         reps=5)
+        sys.stdout.write(f"measuring the emulated network first ({bw:g} Gbit/s, K = "
+                         f"{', '.join(map(str, plan.ks))}; --net-calibration FILE reuses one)\n")
+        nb = out / "netbench"
+        nb.mkdir(parents=True, exist_ok=True)
+        bar = ProgressBar(total=plan.rounds(), label="netbench", unit="rounds")
+        cal, table = fit_table(run_netbench(plan, nb, tick=lambda n: bar.advance(1, n)),
+                               float(spec["latency"]))
+        bar.close()
+        path = save(cal, table, nb)
+        if path is None:
+            log.warning("the emulated network had too few network-bound points to fit: the "
+                        "prediction charges the declared network")
+            return
+        spec["net_calibration"] = str(path)
+        atomic_write_text(out / RUN_FILE, json.dumps({k: spec.get(k) for k in RUN_KEYS},
+                                                     indent=1) + "\n")
+    sys.stdout.write(f"network: {cal.describe()}\n")
+
+
 def _overrides(items: list[str], flag: str) -> dict[str, float]:
     from coadapt.jobs.registry import JOB_TYPES
 
@@ -203,7 +252,8 @@ def _resume_spec(out: Path) -> dict:
     if not path.exists():
         raise ResumeError(f"{path}: not found; --resume takes the --out folder of a live run")
     # Runs recorded before an option existed ran with what is now its Pollux-study value.
-    spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one",
+    spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one", "network": "loopback",
+            "net_calibration": None,
             "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "preset": None,
             "efficiency_truth": "curves", **json.loads(path.read_text())}
     spec["out"] = str(out)
@@ -212,7 +262,7 @@ def _resume_spec(out: Path) -> dict:
 
 RUN_KEYS = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
             "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
-            "evals", "calibration", "preset", "efficiency_truth")
+            "evals", "calibration", "preset", "efficiency_truth", "network", "net_calibration")
 
 
 def _claim(out: Path, spec: dict) -> None:

@@ -10,19 +10,32 @@ from dataclasses import dataclass, field
 class Network:
     """The links between nodes of a simulated CPU cluster, for a ring all-reduce.
 
-    A profile measures one machine; how a job's all-reduce behaves across
-    machines is declared here, not measured: 2 (K-1) hops of ``latency_us``
-    and 2 (K-1)/K of the gradient through ``bandwidth_gbps`` per link (the
-    ring's bottleneck is the slowest link, the network).
+    Declared (the default): 2 (K-1) hops of ``latency_us`` and 2 (K-1)/K of
+    the gradient through ``bandwidth_gbps`` per link (the ring's bottleneck is
+    the slowest link, the network). Measured (``source`` names the network
+    calibration, ``profiles.network``): the same form fitted to real gloo
+    all-reduces between emulated nodes, with a per-all-reduce ``overhead_us``
+    and an ``efficiency`` (achieved / nominal bandwidth); its times include
+    gloo's own work on the hosts, so the simulator adds none on top.
     """
 
     bandwidth_gbps: float = 10.0
     latency_us: float = 50.0
+    overhead_us: float = 0.0
+    efficiency: float = 1.0
+    source: str = "declared"
 
     def __post_init__(self) -> None:
         if not self.bandwidth_gbps > 0 or not self.latency_us >= 0:
             raise ValueError(f"network: bandwidth must be > 0 Gbit/s and latency >= 0 us "
                              f"(got {self.bandwidth_gbps}, {self.latency_us})")
+        if not self.overhead_us >= 0 or not 0 < self.efficiency <= 1.5:
+            raise ValueError(f"network: overhead must be >= 0 us and efficiency in (0, 1.5] "
+                             f"(got {self.overhead_us}, {self.efficiency})")
+
+    @property
+    def measured(self) -> bool:
+        return self.source != "declared"
 
     def allreduce(self, grad_bytes: float, replicas: int) -> float:
         """Seconds on the wire for one ring all-reduce over ``replicas``."""
@@ -30,10 +43,15 @@ class Network:
         if k <= 1:
             return 0.0
         volume = 2.0 * (k - 1) / k * grad_bytes
-        return 2.0 * (k - 1) * self.latency_us * 1e-6 + volume * 8.0 / (self.bandwidth_gbps * 1e9)
+        return ((self.overhead_us + 2.0 * (k - 1) * self.latency_us) * 1e-6
+                + volume * 8.0 / (self.efficiency * self.bandwidth_gbps * 1e9))
 
     def __str__(self) -> str:
-        return f"{self.bandwidth_gbps:g} Gbit/s, {self.latency_us:g} us"
+        if not self.measured:
+            return f"{self.bandwidth_gbps:g} Gbit/s, {self.latency_us:g} us"
+        return (f"{self.bandwidth_gbps:g} Gbit/s measured ({self.source}: "
+                f"{self.efficiency:.2f} of nominal, {self.latency_us:.0f} us/hop, "
+                f"{self.overhead_us:.0f} us/all-reduce)")
 
 
 @dataclass(frozen=True)

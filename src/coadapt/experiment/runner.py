@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coadapt.data.cluster import ClusterSpec, Network
+from coadapt.data.cluster import ClusterSpec
 from coadapt.data.workload import Workload
 from coadapt.experiment.grid import Cell, describe
 from coadapt.profiles.profile import AppProfile
@@ -83,14 +83,15 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     from coadapt.engine.limits import declared_limits
     from coadapt.eventlog import read_events
     from coadapt.metrics.breakdown import breakdown
+    from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
     from coadapt.sim.run import simulate_policy
 
     opts = dict(ctx.options)
-    cluster = ClusterSpec.parse(opts["cluster"], Network(cell.bandwidth, opts["latency"]))
+    args = argparse.Namespace(**opts, bandwidth=cell.bandwidth, seed=cell.seed)
+    cluster = ClusterSpec.parse(opts["cluster"], network(args))
     workload, load = workload_for(cell, ctx, cluster)
     limits = declared_limits({j.application for j in workload.jobs}, ctx.profiles)
-    args = argparse.Namespace(**opts, bandwidth=cell.bandwidth, seed=cell.seed)
     settings = run_settings(args, workload, ctx.profiles, limits, ctx.costs, show_progress=False)
     with tempfile.TemporaryDirectory(prefix="coadapt-cell-") as tmp:
         summary = simulate_policy(workload, ctx.profiles, cell.policy, settings, Path(tmp),

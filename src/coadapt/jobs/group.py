@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -38,7 +39,8 @@ from coadapt.jobs.checkpoint import (
     remove_stale_temps,
     write_control,
 )
-from coadapt.jobs.procs import can_pin, free_port, helper_preexec, worker_preexec
+from coadapt.jobs.netns import Endpoint, free_port_in
+from coadapt.jobs.procs import can_pin, helper_preexec, worker_preexec
 from coadapt.jobs.registry import get_job_type
 from coadapt.jobs.spec import SPEC_ENV, WorkerSpec
 from coadapt.jobs.types import BatchPlan, ConfigError, plan_batch
@@ -59,7 +61,12 @@ class RunConfig:
     so co-located jobs do not migrate onto each other's slots. ``worker_timeout``
     is the gloo timeout (rendezvous and every collective): how long a hung peer
     goes unnoticed. ``exit_grace``: how long the others may linger after one
-    worker exited 0 before the group is failed. Live runs want both short."""
+    worker exited 0 before the group is failed. Live runs want both short.
+
+    ``endpoints`` runs rank i in the network namespace of an emulated node
+    (``coadapt.net``), the rendezvous at rank 0's node address; None: every
+    rank on this machine's loopback. ``network`` describes it in the start
+    event (e.g. {"network": "emulated", "bandwidth_gbps": 1})."""
 
     job_type: str
     workers: int
@@ -79,6 +86,8 @@ class RunConfig:
     cores: tuple[int, ...] | None = None
     worker_timeout: float = 300.0
     verify_timeout: float = 300.0
+    endpoints: tuple[Endpoint, ...] | None = None
+    network: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -137,6 +146,9 @@ class Group:
         if cfg.max_steps is not None and cfg.max_steps < 1:
             raise ConfigError("max-steps", f"must be at least 1 (got {cfg.max_steps})")
         self._cores = _check_cores(cfg.cores, cfg.workers)
+        if cfg.endpoints is not None and len(cfg.endpoints) != cfg.workers:
+            raise ConfigError("endpoints", f"needs one per worker: {len(cfg.endpoints)} for "
+                              f"{cfg.workers} workers")
         if not cfg.worker_timeout > 0:
             raise ConfigError("worker-timeout", f"must be positive (got {cfg.worker_timeout})")
         if not cfg.exit_grace >= 0:
@@ -195,14 +207,17 @@ class Group:
             resume=cfg.resume, parent_pid=os.getpid(), max_steps=cfg.max_steps,
             target=cfg.target, eval_every=cfg.eval_every, timeout_s=cfg.worker_timeout,
             launch=self.meta["launches"])
-        port = free_port()
+        ends = cfg.endpoints
+        port = free_port_in(ends[0].ns_path if ends else None)
         self.started = time.monotonic()
         try:
             for rank in range(cfg.workers):
                 env = {**os.environ, **THREAD_ENV, SPEC_ENV: spec.to_json(),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                       "MASTER_ADDR": ends[0].address if ends else "127.0.0.1",
+                       "MASTER_PORT": str(port),
                        "WORLD_SIZE": str(cfg.workers), "RANK": str(rank),
-                       "LOCAL_RANK": str(rank), "GLOO_SOCKET_IFNAME": "lo",
+                       "LOCAL_RANK": str(rank),
+                       "GLOO_SOCKET_IFNAME": ends[rank].iface if ends else "lo",
                        "PYTHONUNBUFFERED": "1"}
                 fh = open(self.dir / "logs" / f"worker-{rank}.log", "ab")  # noqa: SIM115
                 self._logs.append(fh)
@@ -210,7 +225,8 @@ class Group:
                 self.procs.append(subprocess.Popen(
                     [sys.executable, "-m", "coadapt.jobs.worker"], env=env,
                     stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                    preexec_fn=worker_preexec(core), start_new_session=True))
+                    preexec_fn=worker_preexec(core, ends[rank].ns_path if ends else None),
+                    start_new_session=True))
         except BaseException:
             # Never leave the ranks already started waiting for a rendezvous.
             self.kill()
@@ -221,7 +237,9 @@ class Group:
                    batch_size=plan.batch_size, local_bsz=plan.local_bsz,
                    accum_steps=plan.accum_steps, launch=self.meta["launches"],
                    seed=self.meta["seed"], pids=self.pids, wall=now,
-                   cores=list(self._cores) if self._cores is not None else None)
+                   cores=list(self._cores) if self._cores is not None else None,
+                   **(cfg.network or {"network": "loopback"}),
+                   **({"addresses": [e.address for e in ends]} if ends else {}))
         log.info("%s %s: %d workers, batch %d (local %d x %d micro-steps), pids %s, cores %s",
                  kind, self.job_id, cfg.workers, plan.batch_size, plan.local_bsz,
                  plan.accum_steps + 1, self.pids, self._cores)

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from coadapt.jobs.netns import enter_netns
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -36,15 +38,18 @@ def can_pin() -> bool:
     return hasattr(os, "sched_setaffinity")
 
 
-def worker_preexec(core: int | None = None) -> Callable[[], None]:
+def worker_preexec(core: int | None = None, netns: str | None = None) -> Callable[[], None]:
     """The Popen ``preexec_fn`` of a worker (runs in the forked child before exec):
-    block SIGTERM across the exec, die with the parent, run only on ``core``."""
+    block SIGTERM across the exec, die with the parent, run only on ``core``,
+    inside the network namespace ``netns`` (an emulated node) when given."""
 
     def preexec() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         set_pdeathsig(signal.SIGKILL)
         if core is not None:
             os.sched_setaffinity(0, {core})
+        if netns is not None:
+            enter_netns(netns)
 
     return preexec
 

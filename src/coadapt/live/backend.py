@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,6 +19,7 @@ from coadapt.data.cluster import ClusterSpec
 from coadapt.data.workload import JobSpec
 from coadapt.engine.backend import EngineContext
 from coadapt.engine.record import JobRecord
+from coadapt.jobs.netns import Endpoint
 from coadapt.live.cores import CorePool
 from coadapt.live.job import LiveJob
 from coadapt.live.status import StatusTable
@@ -47,16 +48,24 @@ class LiveSettings:
     targets: Mapping[str, float] = field(default_factory=dict)
     eval_every: Mapping[str, float] = field(default_factory=dict)
     status: bool = True
+    network: str = "loopback"  # or "emulated": a namespace per node (coadapt.net)
 
 
 class LiveBackend:
     mode: ClassVar[str] = "live"
 
     def __init__(self, out_dir: Path, cluster: ClusterSpec, settings: LiveSettings,
-                 cores: list[int] | None = None, status: StatusTable | None = None) -> None:
+                 cores: list[int] | None = None, status: StatusTable | None = None,
+                 nodes: Sequence[Endpoint] | None = None) -> None:
         self.out_dir = out_dir
         self.settings = settings
         self.pool = CorePool(cluster, cores)
+        if nodes is not None and len(nodes) != cluster.num_nodes:
+            raise ValueError(f"{len(nodes)} emulated nodes for a cluster of {cluster.num_nodes}")
+        self.nodes = list(nodes) if nodes is not None else None
+        self.network: dict[str, Any] = {"network": settings.network}
+        if nodes is not None:
+            self.network["bandwidth_gbps"] = cluster.network.bandwidth_gbps
         self.jobs: list[LiveJob] = []
         self.status = status
         self.ctx: EngineContext | None = None
@@ -64,6 +73,12 @@ class LiveBackend:
         self.interrupting = False
         self.hard_stop = False
         self._interrupt_deadline: float | None = None
+
+    def endpoints(self, cores: Sequence[int]) -> tuple[Endpoint, ...] | None:
+        """Where each rank on ``cores`` runs: its core's emulated node (None: loopback)."""
+        if self.nodes is None:
+            return None
+        return tuple(self.nodes[self.pool.node_of(c)] for c in cores)
 
     # ------------------------------------------------------------ the protocol
     def bind(self, ctx: EngineContext) -> None:

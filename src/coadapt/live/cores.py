@@ -51,6 +51,10 @@ class CorePool:
             self.owner[c] = job
         return tuple(picked)
 
+    def node_of(self, core: int) -> int:
+        """The node whose slot ``core`` is."""
+        return next(i for i, node in enumerate(self.nodes) if core in node)
+
     def release(self, job: str) -> None:
         for c in [c for c, who in self.owner.items() if who == job]:
             del self.owner[c]

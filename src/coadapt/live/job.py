@@ -168,7 +168,8 @@ class LiveJob:
             job_type=app, workers=r.replicas, batch_size=r.batch_size, ckpt_dir=self.dir,
             resume=resume, events=self.events_path, job_id=self.name, seed=s.seed,
             target=s.targets.get(app), eval_every=s.eval_every.get(app), verify=True,
-            cores=cores, worker_timeout=s.worker_timeout, exit_grace=s.exit_grace)
+            cores=cores, worker_timeout=s.worker_timeout, exit_grace=s.exit_grace,
+            endpoints=self.backend.endpoints(cores), network=self.backend.network)
         try:
             group = Group(cfg).start()
         except (ValueError, OSError) as exc:  # a bad launch fails this job, not the run

@@ -37,6 +37,7 @@ from coadapt.live.cores import usable_cores
 from coadapt.live.resume import ResumeState, restore_jobs
 from coadapt.live.status import StatusTable
 from coadapt.models.batching import JobLimits
+from coadapt.net.nodes import EmulatedNodes
 from coadapt.policies import make_policy
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts, refine_profiles
@@ -121,6 +122,18 @@ def _fairness(plan: LivePlan, elog: EventLog, now: float,
     append_fairness(elog, now, plan.workload, yardstick_for(s, truth, limits, costs))
 
 
+@contextlib.contextmanager
+def _nodes(plan: LivePlan) -> Iterator[EmulatedNodes | None]:
+    """The emulated nodes of a run on ``--network emulated`` (gone when it ends,
+    however it ends), shaped to the cluster's bandwidth; None on loopback."""
+    if plan.live.network != "emulated":
+        yield None
+        return
+    with EmulatedNodes(plan.settings.cluster.num_nodes,
+                       plan.settings.cluster.network.bandwidth_gbps) as nodes:
+        yield nodes
+
+
 def run_live(plan: LivePlan, resume: ResumeState | None = None,
              cores: list[int] | None = None) -> dict[str, Any]:
     """Run (or, with ``resume``, continue) one policy; returns the summary with
@@ -142,10 +155,11 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
     status = StatusTable(title=f"live {plan.policy} on {s.cluster}",
                          expected_progress=expected_progress(plan.profiles),
                          enabled=plan.live.status)
-    backend = LiveBackend(out, s.cluster, plan.live, cores=cores, status=status)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     interrupted = False
-    with EventLog(events_path, fsync=True) as elog, threadpool_limits(1):
+    with _nodes(plan) as nodes, EventLog(events_path, fsync=True) as elog, threadpool_limits(1):
+        backend = LiveBackend(out, s.cluster, plan.live, cores=cores, status=status,
+                              nodes=None if nodes is None else [n.endpoint for n in nodes.nodes])
         if resume is None:
             elog.header(
                 mode=LiveBackend.mode, policy=plan.policy, workload=wl.name,
@@ -153,7 +167,9 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                 host=socket.gethostname(), cores=usable_cores() if cores is None else cores,
                 pid=os.getpid(), live={"targets": dict(plan.live.targets),
                                        "eval_every": dict(plan.live.eval_every),
-                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries},
+                                       "poll": plan.live.poll, "max_retries": plan.live.max_retries,
+                                       "network": plan.live.network,
+                                       "qdiscs": nodes.qdiscs() if nodes is not None else None},
                 **plan.header)
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,

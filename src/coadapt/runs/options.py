@@ -22,6 +22,7 @@ from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.data.workload import Workload
 from coadapt.engine.run import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
 from coadapt.models.batching import JobLimits
+from coadapt.profiles.network import load_network_calibration, network_for
 from coadapt.profiles.profile import AppProfile
 from coadapt.sim.costs import LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
@@ -101,6 +102,11 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                        "(default 10)")
     p.add_argument("--latency", type=float, default=50.0, metavar="US",
                    help="per-hop network latency in microseconds (default 50)")
+    p.add_argument("--net-calibration", default=None, metavar="FILE",
+                   help="a network calibration ('coadapt netbench' writes OUT/network.json): "
+                   "the simulator's truth then charges the all-reduce measured between "
+                   "emulated nodes at each --bandwidth (fitted overhead, latency and achieved "
+                   "bandwidth) instead of the declared ring formula (default: declared)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None, action=_PresetAction,
                    help="a study's options: 'osdi21' is the Pollux study's (--new-jobs one "
                    "--tiresias-threshold 57600 --interval 60 --restart-delay 30); flags given "
@@ -135,6 +141,15 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
         p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
 
+def network(args: argparse.Namespace, bandwidth: float | None = None) -> Network:
+    """The network of a run: the declared one at ``bandwidth`` (default
+    ``args.bandwidth``), or the measured one where ``--net-calibration`` is
+    given (NetworkCalibrationError, a ValueError, names a bad file)."""
+    path = getattr(args, "net_calibration", None)  # older run specs lack it
+    cal = load_network_calibration(path) if path else None
+    return network_for(args.bandwidth if bandwidth is None else bandwidth, args.latency, cal)
+
+
 def tiresias_threshold(workload: Workload, profiles: Mapping[str, AppProfile],
                        limits: Mapping[str, JobLimits], cluster: ClusterSpec) -> float:
     """The median job's service (slot-seconds at its request, priced at the
@@ -155,7 +170,7 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
              show_progress: bool = True) -> RunSettings:
     """RunSettings from the options (a preset filled in); ValueError names the bad one."""
     args = apply_preset(args)
-    cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
+    cluster = ClusterSpec.parse(args.cluster, network(args))
     if args.interval <= 0:
         raise ValueError("--interval must be > 0 seconds")
     delay = args.restart_delay

@@ -4,7 +4,8 @@ A CPU profile measures one machine (here 1 and 2 workers on a 2-core node).
 The truth is what was measured wherever it was measured. Across nodes, a
 step is the measured compute of the busiest node plus an all-reduce: the
 measured loopback all-reduce's per-byte work, scaled to the ring's volume,
-and the wire time of the declared network (``engine.cluster.Network``).
+and the wire time of the declared network (``data.cluster.Network``); or,
+with a network calibration, the all-reduce measured between emulated nodes.
 Anything else (more workers on one node than were measured, a profile
 without network data) falls back to the profile's own extrapolation. Every
 placement is labelled ``measured``, ``network`` or ``extrapolated`` so that
@@ -98,7 +99,9 @@ class ClusterTruth:
         step, sync = self.profile.throughput((busiest,), m)
         compute = step - sync
         loop = 0.0
-        if self.per_node >= 2:  # the per-byte work gloo did on one machine, at the ring's volume
+        # the per-byte work gloo did on one machine, at the ring's volume (a measured
+        # network's fit holds it already)
+        if self.per_node >= 2 and not self.network.measured:
             loop = self.profile.throughput((2,), m)[1] * _ring_volume(k) / _ring_volume(2)
         allreduce = loop + self.network.allreduce(self.grad_bytes, k)
         return compute + allreduce, allreduce

@@ -1,0 +1,1 @@
+"""Emulated nodes on one machine and the measured network between them."""
