@@ -65,7 +65,7 @@ def step_ratio(run: Path, policy: str, truth: dict[str, ClusterTruth]) -> list[f
         obs: dict[tuple[str, int, int], list[float]] = {}
         app = None
         for e in read_events(jd / "events.jsonl"):
-            if e["kind"] == "start" or e["kind"] == "restart":
+            if e["kind"] in ("start", "restart"):
                 app = e["job_type"]
             if e["kind"] == "observation" and e["workers"] > 1 and app is not None:
                 obs.setdefault((app, e["workers"], e["local_bsz"]), []).append(e["step_time"])

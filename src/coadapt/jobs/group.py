@@ -40,7 +40,7 @@ from coadapt.jobs.checkpoint import (
     write_control,
 )
 from coadapt.jobs.netns import Endpoint, free_port_in
-from coadapt.jobs.procs import can_pin, helper_preexec, worker_preexec
+from coadapt.jobs.procs import can_pin, free_port, helper_preexec, worker_preexec
 from coadapt.jobs.registry import get_job_type
 from coadapt.jobs.spec import SPEC_ENV, WorkerSpec
 from coadapt.jobs.types import BatchPlan, ConfigError, plan_batch
@@ -208,7 +208,7 @@ class Group:
             target=cfg.target, eval_every=cfg.eval_every, timeout_s=cfg.worker_timeout,
             launch=self.meta["launches"])
         ends = cfg.endpoints
-        port = free_port_in(ends[0].ns_path if ends else None)
+        port = free_port_in(ends[0].ns_path) if ends else free_port()
         self.started = time.monotonic()
         try:
             for rank in range(cfg.workers):

@@ -44,15 +44,14 @@ def enter_netns(ns_path: str) -> None:
         os.close(fd)
 
 
-def free_port_in(ns_path: str | None) -> int:
-    """A TCP port free a moment ago in namespace ``ns_path`` (None: this one):
-    the rendezvous store of rank 0 binds it there, not in the caller's."""
+def free_port_in(ns_path: str) -> int:
+    """A TCP port free a moment ago in namespace ``ns_path``: the rendezvous
+    store of rank 0 binds it there, not in the caller's."""
     found: list[int | BaseException] = []
 
     def probe() -> None:  # a throwaway thread: setns changes only the calling thread
         try:
-            if ns_path is not None:
-                enter_netns(ns_path)
+            enter_netns(ns_path)
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind(("0.0.0.0", 0))
                 found.append(int(s.getsockname()[1]))

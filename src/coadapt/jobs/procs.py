@@ -104,6 +104,12 @@ def pid_alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid``, or None when it is gone."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields is not None else None
+
+
 def children_of(pid: int) -> list[int]:
     """Live (non-zombie) processes whose parent is ``pid``, from a /proc scan."""
     out = []

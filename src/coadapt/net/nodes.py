@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coadapt.jobs.netns import Endpoint
-from coadapt.jobs.procs import children_of, pid_alive, set_pdeathsig
+from coadapt.jobs.procs import children_of, parent_of, pid_alive, set_pdeathsig
 
 log = logging.getLogger(__name__)
 
@@ -247,9 +247,8 @@ def cleanup(include_running: bool = False) -> list[int]:
     runs still going. Returns the pids killed."""
     killed = []
     for pid in leftover_holders():
-        try:
-            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+        parent = parent_of(pid)
+        if parent is None:
             continue
         orphan = parent == 1 or not pid_alive(parent)
         if orphan or include_running:
