@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from coadapt.data.cluster import ClusterSpec, Network
-from coadapt.engine.limits import declared_limits
-from coadapt.profiles.sources import load_profiles
-from coadapt.sim.costs import COSTS_FILE, LiveCosts, refine_profiles
 from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.workloads.sets import SETS, make_workload
+from coadapt.world.cluster import ClusterSpec, Network
+from coadapt.world.costs import COSTS_FILE, LiveCosts, refine_profiles
+from coadapt.world.limits import declared_limits
+from coadapt.world.profiles.sources import load_profiles
 
 
 def best_jct(truth, limits, profile, slots: int, per_node: int) -> tuple[float, int, int]:

@@ -22,10 +22,10 @@ from pathlib import Path
 import polars as pl
 
 from coadapt.eventlog import read_events
-from coadapt.profiles.network import load_network_calibration
-from coadapt.profiles.sources import load_profiles
-from coadapt.sim.costs import LiveCosts, refine_profiles
-from coadapt.sim.truth import ClusterTruth
+from coadapt.world.costs import LiveCosts, refine_profiles
+from coadapt.world.profiles.network import load_network_calibration
+from coadapt.world.profiles.sources import load_profiles
+from coadapt.world.truth import ClusterTruth
 
 
 def cross_node(events_path: Path) -> tuple[float, list[str]]:

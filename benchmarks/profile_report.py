@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from coadapt.profiles.cpu_format import read_cpu_profile
+from coadapt.world.profiles.cpu_format import read_cpu_profile
 
 
 def _fmt(x: float | None, scale: float = 1.0, digits: int = 1) -> str:

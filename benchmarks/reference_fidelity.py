@@ -41,11 +41,11 @@ def _run(task: tuple[str, str, str, str]) -> dict:
     ref, wl_path, policy, out = task
     from dataclasses import replace
 
-    from coadapt.data.workload import load_workload
-    from coadapt.engine.limits import declared_limits
-    from coadapt.profiles.adaptdl import load_adaptdl
     from coadapt.runs.options import parse_options, settings
-    from coadapt.sim.run import simulate_policy
+    from coadapt.runs.simulate import simulate_policy
+    from coadapt.world.limits import declared_limits
+    from coadapt.world.profiles.adaptdl import load_adaptdl
+    from coadapt.world.workload import load_workload
 
     if _PROFILES is None:
         _PROFILES = load_adaptdl(ref)

@@ -22,16 +22,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coadapt.live.speed import observed_speed
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.report.simlive import compare_dirs
-from coadapt.sim.costs import LiveCosts, refine_profiles
-from coadapt.sim.run import simulate_policy
+from coadapt.runs.live.speed import observed_speed
+from coadapt.runs.simulate import simulate_policy
+from coadapt.world.costs import LiveCosts, refine_profiles
 
 try:  # after the split
-    from coadapt.data.workload import load_workload
-    from coadapt.profiles.sources import load_profiles
     from coadapt.runs.options import settings as run_settings
+    from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.workload import load_workload
 except ImportError:  # before it
     from coadapt.engine.options import settings as run_settings
     from coadapt.profiling.sources import load_profiles
@@ -42,8 +42,8 @@ TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
 def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]:
-    from coadapt.engine.limits import declared_limits
     from coadapt.jobs.registry import JOB_TYPES
+    from coadapt.world.limits import declared_limits
 
     spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one", "preset": None,
             "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "observation_noise": 0.0,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from toyprofile import make_toy
 
-from coadapt.profiles.profile import AppProfile
+from coadapt.world.profiles.profile import AppProfile
 
 REFERENCE = Path(os.environ.get(
     "COADAPT_REFERENCE", Path(__file__).resolve().parents[1] / "../shared/reference/adaptdl"))
@@ -31,6 +31,6 @@ def reference_apps() -> dict[str, AppProfile]:
     """The reference GPU profiles, loaded once per test session."""
     if not (REFERENCE / "traces").is_dir():
         pytest.skip(f"reference data not found at {REFERENCE}")
-    from coadapt.profiles.adaptdl import load_adaptdl
+    from coadapt.world.profiles.adaptdl import load_adaptdl
 
     return load_adaptdl(REFERENCE)

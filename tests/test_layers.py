@@ -72,10 +72,10 @@ def test_the_simulator_imports_no_code_that_runs_jobs():
     the measuring tools."""
     code = (
         "import sys\n"
-        "import coadapt.sim.run, coadapt.sim.yardstick, coadapt.runs.options, coadapt.workloads.sets\n"
-        "import coadapt.profiles.sources, coadapt.experiment.runner, coadapt.policies\n"
+        "import coadapt.runs.simulate, coadapt.runs.fairness, coadapt.runs.options, coadapt.workloads.sets\n"
+        "import coadapt.world.profiles.sources, coadapt.experiment.runner, coadapt.policies\n"
         "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', "
-        "'coadapt.live', 'coadapt.measure', 'coadapt.jobs.group', 'coadapt.jobs.loop', "
+        "'coadapt.live', 'coadapt.tools.measure', 'coadapt.jobs.group', 'coadapt.jobs.loop', "
         "'coadapt.jobs.trainer', 'coadapt.jobs.worker', 'coadapt.jobs.nets')))\n"
         "print(','.join(bad))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from coadapt.profiles.profile import AppProfile
+from coadapt.world.profiles.profile import AppProfile
 
 
 def toy_step(nodes: int, replicas: int, m: float) -> tuple[float, float]:

@@ -13,7 +13,6 @@ import polars as pl
 import pytest
 from toyprofile import make_toy
 
-from coadapt.data.workload import JobSpec, Workload
 from coadapt.experiment.figures import FIGURES
 from coadapt.experiment.grid import Cell
 from coadapt.experiment.report import (
@@ -26,6 +25,7 @@ from coadapt.experiment.report import (
 from coadapt.experiment.runner import CELLS_FILE, CellContext, file_result, run_cell
 from coadapt.experiment.stats import goals, summary
 from coadapt.metrics import summarize
+from coadapt.world.workload import JobSpec, Workload
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SETS = ("toy-load1", "toy-load4")  # arrival loads 1.5x and 8x (runner.arrival_load)

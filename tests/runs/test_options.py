@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from coadapt.data.workload import JobSpec, Workload
 from coadapt.runs.options import PRESETS, apply_preset, parse_options, settings
+from coadapt.world.workload import JobSpec, Workload
 
 WL = Workload("w", None, (JobSpec("j0", 0.0, "toy", 1, 64),))
 

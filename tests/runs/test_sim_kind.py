@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coadapt.sim.run import _refuse_live_log, simulate_policy
+from coadapt.runs.simulate import _refuse_live_log, simulate_policy
 
 
 def test_a_live_log_is_never_deleted(tmp_path: Path) -> None:

@@ -4,15 +4,15 @@ import numpy as np
 from toyprofile import make_toy
 
 from coadapt.cli import main
-from coadapt.data.cluster import ClusterSpec
-from coadapt.data.workload import load_workload
-from coadapt.sim.truth import ClusterTruth
 from coadapt.workloads.generate import (
     ADAPTDL_CLASSES,
     configurations,
     generate,
     parametric_arrivals,
 )
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.truth import ClusterTruth
+from coadapt.world.workload import load_workload
 
 
 def test_tuned_configurations_match_the_published_workloads(reference_dir, reference_apps):

@@ -12,15 +12,15 @@ import pytest
 from toyprofile import make_toy
 
 from coadapt.cli import main
-from coadapt.data.cluster import ClusterSpec, Network
-from coadapt.data.workload import TRACES_DIR, Workload, load_workload
-from coadapt.engine.limits import declared_limits
-from coadapt.profiles.cpu_format import load_cpu_profiles
-from coadapt.profiles.profile import AppProfile
 from coadapt.runs.options import tiresias_threshold
-from coadapt.sim.truth import ClusterTruth
 from coadapt.workloads.generate import configurations, estimated_jct
 from coadapt.workloads.sets import SETS, WorkloadSet, get_set, make_workload
+from coadapt.world.cluster import ClusterSpec, Network
+from coadapt.world.limits import declared_limits
+from coadapt.world.profiles.cpu_format import load_cpu_profiles
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.truth import ClusterTruth
+from coadapt.world.workload import TRACES_DIR, Workload, load_workload
 
 SHIPPED = Path(__file__).resolve().parents[2] / "profiles"
 CLUSTER = ClusterSpec.parse("8x2")  # the shipped traces' cluster, 10 Gbit/s
@@ -165,7 +165,7 @@ def test_user_chosen_requests_are_varied_and_untuned(cpu):
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_shipped_trace_is_seed_1(cpu, name):
     # Tuned at the step times the simulator charges: the profiles refined by the live costs.
-    from coadapt.sim.costs import COSTS_FILE, LiveCosts, refine_profiles
+    from coadapt.world.costs import COSTS_FILE, LiveCosts, refine_profiles
 
     truth = refine_profiles(cpu, LiveCosts.load(SHIPPED / COSTS_FILE))
     shipped = load_workload(str(TRACES_DIR / f"{name}.csv"), set(cpu))

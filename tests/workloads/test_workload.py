@@ -1,6 +1,6 @@
 import pytest
 
-from coadapt.data.workload import WorkloadError, load_workload
+from coadapt.world.workload import WorkloadError, load_workload
 
 
 def write(tmp_path, text):

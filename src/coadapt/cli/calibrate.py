@@ -50,18 +50,18 @@ def run(args: argparse.Namespace) -> int:
     import socket
     import time
 
+    from coadapt.backends.live.cores import usable_cores
     from coadapt.jobs.registry import JOB_TYPES
-    from coadapt.live.cores import usable_cores
-    from coadapt.measure.calibrate import (
+    from coadapt.tools.measure.calibrate import (
         CalibrationSettings,
         calibrate,
         quick_calibration,
         quick_phases,
     )
-    from coadapt.profiles.profile import ProfileError
-    from coadapt.profiles.sources import load_profiles
-    from coadapt.sim.costs import CALIBRATIONS_DIR, COSTS_FILE, machine_fingerprint
     from coadapt.ui.progress import ProgressBar
+    from coadapt.world.costs import CALIBRATIONS_DIR, COSTS_FILE, machine_fingerprint
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.profiles.sources import load_profiles
 
     apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
     unknown = [a for a in apps if a not in JOB_TYPES]

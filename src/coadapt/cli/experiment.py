@@ -125,17 +125,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace):
     """Validate every option once, in the driver, and load what the cells share."""
-    from coadapt.data.cluster import ClusterSpec
-    from coadapt.data.workload import load_workload
-    from coadapt.engine.limits import declared_limits
     from coadapt.experiment.grid import code_digest, fingerprint, unique
     from coadapt.experiment.runner import CellContext
     from coadapt.policies import REGISTRY
-    from coadapt.profiles.sources import load_profiles
     from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
-    from coadapt.sim.costs import refine_profiles, resolve_costs
     from coadapt.workloads.sets import SETS, make_workload
+    from coadapt.world.cluster import ClusterSpec
+    from coadapt.world.costs import refine_profiles, resolve_costs
+    from coadapt.world.limits import declared_limits
+    from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.workload import load_workload
 
     if args.seeds < 1:
         raise ValueError("--seeds must be >= 1")

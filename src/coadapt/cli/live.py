@@ -102,19 +102,19 @@ CALIBRATION_FILE = "calibration.json"
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.data.workload import WorkloadError, load_workload
-    from coadapt.engine.limits import declared_limits
+    from coadapt.backends.live.backend import LiveSettings
+    from coadapt.backends.live.cores import check_cluster
+    from coadapt.backends.live.nodes import NetworkUnavailable, require_capability
     from coadapt.jobs.registry import JOB_TYPES
-    from coadapt.live.backend import LiveSettings
-    from coadapt.live.checks import check_live_workload
-    from coadapt.live.cores import check_cluster
-    from coadapt.live.resume import ResumeError
-    from coadapt.live.run import AlreadyRun
-    from coadapt.net.nodes import NetworkUnavailable, require_capability
     from coadapt.policies import REGISTRY, policy_names
-    from coadapt.profiles.profile import ProfileError
+    from coadapt.runs.live.checks import check_live_workload
+    from coadapt.runs.live.resume import ResumeError
+    from coadapt.runs.live.run import AlreadyRun
     from coadapt.runs.options import settings as run_settings
-    from coadapt.sim.costs import CostError
+    from coadapt.world.costs import CostError
+    from coadapt.world.limits import declared_limits
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.workload import WorkloadError, load_workload
 
     try:
         if args.resume:
@@ -171,13 +171,13 @@ def run(args: argparse.Namespace) -> int:
 def _calibration(spec: dict, out: Path, workload, profiles, *, resumed: bool):
     """The machine calibration of this run, saved as OUT/calibration.json: a
     resumed run keeps its own; 'measure' calibrates this machine now."""
-    from coadapt.sim.costs import LiveCosts, describe_calibration, resolve_costs
+    from coadapt.world.costs import LiveCosts, describe_calibration, resolve_costs
 
     path = out / CALIBRATION_FILE
     if resumed:
         costs = LiveCosts.load(path) if path.exists() else None
     elif spec.get("calibration", "measure") == "measure":
-        from coadapt.measure.calibrate import quick_calibration, quick_phases
+        from coadapt.tools.measure.calibrate import quick_calibration, quick_phases
         from coadapt.ui.progress import ProgressBar
 
         apps = sorted({j.application for j in workload.jobs})
@@ -199,10 +199,10 @@ def _net_calibration(spec: dict, out: Path, cluster) -> None:
     """The network the prediction charges on emulated nodes: --net-calibration
     FILE, else a short netbench now (K = 2..nodes at this run's bandwidth) into
     OUT/netbench/; recorded in live.json so a resumed run keeps it."""
-    from coadapt.data.atomic import atomic_write_text
-    from coadapt.net.bench import BenchPlan, fit_table, run_netbench, save
-    from coadapt.profiles.network import load_network_calibration
+    from coadapt.tools.netbench.bench import BenchPlan, fit_table, run_netbench, save
     from coadapt.ui.progress import ProgressBar
+    from coadapt.util.atomic import atomic_write_text
+    from coadapt.world.profiles.network import load_network_calibration
 
     if spec.get("net_calibration"):
         cal = load_network_calibration(spec["net_calibration"])
@@ -246,7 +246,7 @@ def _overrides(items: list[str], flag: str) -> dict[str, float]:
 
 
 def _resume_spec(out: Path) -> dict:
-    from coadapt.live.resume import ResumeError
+    from coadapt.runs.live.resume import ResumeError
 
     path = out / RUN_FILE
     if not path.exists():
@@ -267,8 +267,8 @@ RUN_KEYS = ("workload", "policy", "cluster", "bandwidth", "latency", "interval",
 
 def _claim(out: Path, spec: dict) -> None:
     """Record the invocation (for --resume); refuse a folder that holds a run."""
-    from coadapt.data.atomic import atomic_write_text
-    from coadapt.live.run import AlreadyRun
+    from coadapt.runs.live.run import AlreadyRun
+    from coadapt.util.atomic import atomic_write_text
 
     path = out / RUN_FILE
     if path.exists():
@@ -280,7 +280,7 @@ def _claim(out: Path, spec: dict) -> None:
 
 def _profiles(spec: str):
     """The profiles (T_iso, ETAs, the prediction); optional for a live run."""
-    from coadapt.profiles.sources import load_profiles
+    from coadapt.world.profiles.sources import load_profiles
 
     if not Path(spec).exists():
         log.warning("%s: no profiles; no T_iso (fairness), ETAs, prediction or comparison",
@@ -291,12 +291,12 @@ def _profiles(spec: str):
 
 def _run_policies(names, workload, settings, spec, live, profiles, costs, out: Path, *,
                   resume: bool, compare: bool) -> int:
-    from coadapt.live.predict import load_predictions, predict
-    from coadapt.live.resume import ResumeError, load_resume
-    from coadapt.live.run import EXIT_INTERRUPTED, LivePlan, run_live
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
-    from coadapt.sim.costs import describe_calibration
+    from coadapt.runs.live.predict import load_predictions, predict
+    from coadapt.runs.live.resume import ResumeError, load_resume
+    from coadapt.runs.live.run import EXIT_INTERRUPTED, LivePlan, run_live
+    from coadapt.world.costs import describe_calibration
 
     cluster = settings.cluster
     changed = bool(spec.get("targets") or spec.get("evals"))
@@ -336,7 +336,7 @@ def _run_policies(names, workload, settings, spec, live, profiles, costs, out: P
         log.warning("no comparison: --target/--eval-every changed the live jobs, the "
                     "profiles describe the registry's")
     elif compare and profiles is not None:
-        from coadapt.live.judge import judge
+        from coadapt.runs.live.judge import judge
 
         result = judge(names, workload, profiles, costs, settings, out)
         sys.stdout.write("\n" + result.text + "\n")

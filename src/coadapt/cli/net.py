@@ -81,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_netbench_cmd(args: argparse.Namespace) -> int:
-    from coadapt.net.bench import BenchPlan, fit_table, run_netbench, save
-    from coadapt.net.nodes import missing_capability
-    from coadapt.net.report import plot, summary_table, text_table
+    from coadapt.backends.live.nodes import missing_capability
+    from coadapt.tools.netbench.bench import BenchPlan, fit_table, run_netbench, save
+    from coadapt.tools.netbench.report import plot, summary_table, text_table
     from coadapt.ui.progress import ProgressBar
 
     out = Path(args.out)
@@ -130,7 +130,7 @@ def _points(path: Path):
     """The measured points of an earlier netbench, or what is wrong with the file."""
     import polars as pl
 
-    from coadapt.net.bench import POINT_COLUMNS
+    from coadapt.tools.netbench.bench import POINT_COLUMNS
 
     if not path.exists():
         return f"--refit: {path} not found; run 'coadapt netbench --out {path.parent}' first"
@@ -145,7 +145,7 @@ def _points(path: Path):
 
 
 def run_cleanup(args: argparse.Namespace) -> int:
-    from coadapt.net.nodes import cleanup, leftover_holders
+    from coadapt.backends.live.nodes import cleanup, leftover_holders
 
     killed = cleanup(include_running=args.all)
     left = leftover_holders()

@@ -1,9 +1,9 @@
 """``coadapt profile``: measure every job type on this machine and write ``profiles/``.
 
 Two phases, each with a stderr progress bar: the timing grid (all types'
-cells interleaved, see :mod:`coadapt.measure.timing`) and the runs to
-target (:mod:`coadapt.measure.curves`). Then one folder per type is written
-(:mod:`coadapt.profiles.cpu_format`) with two plots.
+cells interleaved, see :mod:`coadapt.tools.measure.timing`) and the runs to
+target (:mod:`coadapt.tools.measure.curves`). Then one folder per type is written
+(:mod:`coadapt.world.profiles.cpu_format`) with two plots.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.measure.build import build_profile
-from coadapt.measure.curve_plan import CurvePlanner
-from coadapt.measure.curve_records import (
+from coadapt.tools.measure.build import build_profile
+from coadapt.tools.measure.curve_plan import CurvePlanner
+from coadapt.tools.measure.curve_records import (
     StepModel,
     curves_frame,
     records_summary,
     startup_seconds,
 )
-from coadapt.measure.stats import drop_warmup, mark_contention, summarize_cells
-from coadapt.measure.timing import GridSettings, measure_grid, plan_cells, schedule
-from coadapt.profiles.cpu_format import write_cpu_profile
+from coadapt.tools.measure.stats import drop_warmup, mark_contention, summarize_cells
+from coadapt.tools.measure.timing import GridSettings, measure_grid, plan_cells, schedule
 from coadapt.ui.progress import ProgressBar
+from coadapt.world.profiles.cpu_format import write_cpu_profile
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
 
 def _plots(folder: Path, summary: pl.DataFrame, curves: pl.DataFrame, m0: int,
            target: float | None) -> None:
-    from coadapt.measure.plots import plot_efficiency, plot_throughput
+    from coadapt.tools.measure.plots import plot_efficiency, plot_throughput
 
     try:
         plot_throughput(summary, folder / "throughput.png", f"{folder.name}: throughput")
@@ -144,7 +144,7 @@ def handler(args: argparse.Namespace) -> int:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # profiling runs for minutes: its own progress logs show by default (-v not needed)
-    prof_log = logging.getLogger("coadapt.measure")
+    prof_log = logging.getLogger("coadapt.tools.measure")
     if prof_log.getEffectiveLevel() > logging.INFO:
         prof_log.setLevel(logging.INFO)
     # the worker groups log every launch at INFO; the progress bar already says what runs

@@ -78,17 +78,17 @@ def holds_live_run(out: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.data.workload import WorkloadError, load_workload
-    from coadapt.engine.limits import declared_limits
     from coadapt.policies import REGISTRY, policy_names
     from coadapt.policies.replay import ReplayPolicy
-    from coadapt.profiles.profile import ProfileError
-    from coadapt.profiles.sources import load_profiles
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
     from coadapt.runs.options import settings as run_settings
-    from coadapt.sim.costs import CostError, resolve_costs
-    from coadapt.sim.run import simulate_policy
+    from coadapt.runs.simulate import simulate_policy
+    from coadapt.world.costs import CostError, resolve_costs
+    from coadapt.world.limits import declared_limits
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.workload import WorkloadError, load_workload
 
     out = Path(args.out)
     live = holds_live_run(out)

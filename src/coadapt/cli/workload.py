@@ -88,10 +88,6 @@ def _pairs(text: str, sep: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from coadapt.data.cluster import ClusterSpec, Network
-    from coadapt.engine.limits import declared_limits
-    from coadapt.profiles.profile import ProfileError
-    from coadapt.profiles.sources import load_profiles
     from coadapt.workloads.generate import (
         ADAPTDL_CLASSES,
         CLASSES,
@@ -100,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         philly_arrivals,
         write_workload,
     )
+    from coadapt.world.cluster import ClusterSpec, Network
+    from coadapt.world.limits import declared_limits
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.profiles.sources import load_profiles
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
@@ -126,12 +126,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_sets(args: argparse.Namespace) -> int:
-    from coadapt.data.cluster import ClusterSpec, Network
-    from coadapt.profiles.profile import ProfileError
-    from coadapt.profiles.sources import load_profiles
-    from coadapt.sim.costs import refine_profiles, resolve_costs
     from coadapt.workloads.generate import write_workload
     from coadapt.workloads.sets import SETS, make_workload
+    from coadapt.world.cluster import ClusterSpec, Network
+    from coadapt.world.costs import refine_profiles, resolve_costs
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.profiles.sources import load_profiles
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))

@@ -14,12 +14,12 @@ from typing import Any, ClassVar, Protocol
 
 import simpy
 
-from coadapt.data.cluster import ClusterSpec
-from coadapt.data.workload import JobSpec
 from coadapt.engine.record import JobRecord
 from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits
 from coadapt.policies.base import Assignment, Oracle
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.workload import JobSpec
 
 
 class EngineContext(Protocol):

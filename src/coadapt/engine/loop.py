@@ -18,12 +18,12 @@ from typing import Any
 
 import simpy
 
-from coadapt.data.cluster import ClusterSpec
-from coadapt.data.workload import JobSpec, Workload
 from coadapt.engine.backend import Backend, JobHandle
 from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits
 from coadapt.policies.base import Assignment, Decision, Policy, Snapshot
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.workload import JobSpec, Workload
 
 
 class DecisionError(RuntimeError):

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coadapt.data.workload import JobSpec
 from coadapt.engine.observations import Observations
 from coadapt.models.batching import JobLimits, split_batch
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import JobView, Oracle
+from coadapt.world.workload import JobSpec
 
 
 @dataclass

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coadapt.data.cluster import ClusterSpec
-from coadapt.data.workload import Workload
 from coadapt.experiment.grid import Cell, describe
-from coadapt.profiles.profile import AppProfile
-from coadapt.sim.costs import LiveCosts
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.costs import LiveCosts
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.workload import Workload
 
 log = logging.getLogger(__name__)
 CELLS_FILE = "cells.jsonl"
@@ -80,12 +80,12 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     """Simulate one cell; returns its row and its gzip'd event log."""
     import argparse
 
-    from coadapt.engine.limits import declared_limits
     from coadapt.eventlog import read_events
     from coadapt.metrics.breakdown import breakdown
     from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
-    from coadapt.sim.run import simulate_policy
+    from coadapt.runs.simulate import simulate_policy
+    from coadapt.world.limits import declared_limits
 
     opts = dict(ctx.options)
     args = argparse.Namespace(**opts, bandwidth=cell.bandwidth, seed=cell.seed)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from coadapt.data.atomic import TMP_PREFIX, atomic_write_bytes
+from coadapt.util.atomic import TMP_PREFIX, atomic_write_bytes
 
 CKPT_FILE = "ckpt.pt"
 JOB_FILE = "job.json"

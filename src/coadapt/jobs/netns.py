@@ -2,7 +2,7 @@
 
 A worker of a job placed on emulated node i must run in that node's network
 namespace, so its gloo traffic to a rank on another node crosses the node's
-shaped link (``coadapt.net.nodes``). The switch happens in the forked child
+shaped link (``coadapt.backends.live.nodes``). The switch happens in the forked child
 before exec (``setns``), like the core pinning in ``jobs.procs``; this module
 only knows a namespace by its ``/proc/PID/ns/net`` path, not how it was made.
 """

@@ -18,14 +18,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coadapt.data.cluster import ClusterSpec, Network
-from coadapt.data.workload import Workload
-from coadapt.engine.run import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
 from coadapt.models.batching import JobLimits
-from coadapt.profiles.network import load_network_calibration, network_for
-from coadapt.profiles.profile import AppProfile
-from coadapt.sim.costs import LiveCosts, refine_profiles
+from coadapt.runs.settings import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
 from coadapt.workloads.generate import estimated_jct, truths
+from coadapt.world.cluster import ClusterSpec, Network
+from coadapt.world.costs import LiveCosts, refine_profiles
+from coadapt.world.profiles.network import load_network_calibration, network_for
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.workload import Workload
 
 FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
 

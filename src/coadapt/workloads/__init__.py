@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from coadapt.data.workload import JobSpec, Workload, WorkloadError, load_workload
+from coadapt.world.workload import JobSpec, Workload, WorkloadError, load_workload
 
 __all__ = ["SETS", "JobSpec", "Workload", "WorkloadError", "WorkloadSet", "load_workload",
            "make_workload"]

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from coadapt.data.cluster import ClusterSpec, Network
 from coadapt.models.batching import JobLimits, split_batch, step_with_accum
 from coadapt.policies.estimates import packed_placement
-from coadapt.profiles.profile import AppProfile
-from coadapt.sim.truth import ClusterTruth
+from coadapt.world.cluster import ClusterSpec, Network
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.truth import ClusterTruth
 
 CLASSES = ("small", "medium", "large", "xlarge")
 # GPU-hour bounds of the classes in the Pollux study.

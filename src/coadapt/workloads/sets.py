@@ -23,11 +23,11 @@ from types import MappingProxyType
 
 import numpy as np
 
-from coadapt.data.cluster import ClusterSpec
-from coadapt.data.workload import JobSpec, Workload
-from coadapt.engine.limits import declared_limits
-from coadapt.profiles.profile import AppProfile
 from coadapt.workloads.generate import generate, parametric_arrivals
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.limits import declared_limits
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.workload import JobSpec, Workload
 
 # philly-small, the reference every set's load is relative to.
 BASE_JOBS = 30

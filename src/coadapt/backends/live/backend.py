@@ -1,0 +1,168 @@
+"""The live job backend: real worker groups on real cores, polled on the wall clock.
+
+A SimPy process polls every job every ``poll`` seconds (new worker events,
+group exits, launches waiting for cores) and refreshes the status table. The
+experiment clock is the realtime environment's; worker events carry wall
+times relative to their job's first start and are translated onto it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from coadapt.backends.live.cores import CorePool
+from coadapt.backends.live.job import LiveJob
+from coadapt.engine.backend import EngineContext
+from coadapt.engine.record import JobRecord
+from coadapt.jobs.netns import Endpoint
+from coadapt.models.batching import JobLimits
+from coadapt.ui.status import StatusTable
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.costs import LIVE_POLL_S
+from coadapt.world.workload import JobSpec
+
+log = logging.getLogger(__name__)
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C or SIGTERM stopped the run; every group has checkpointed and exited."""
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How live jobs are run. ``targets``/``eval_every`` override job types'
+    (tiny settings for tests); times in seconds."""
+
+    poll: float = LIVE_POLL_S  # the simulator charges half a poll per reaction (LiveCosts)
+    warmup_steps: int = 3  # per launch, as the profiler drops them
+    max_retries: int = 3
+    worker_timeout: float = 60.0
+    exit_grace: float = 20.0
+    stop_timeout: float = 60.0  # graceful stop at shutdown before a kill
+    seed: int = 0
+    targets: Mapping[str, float] = field(default_factory=dict)
+    eval_every: Mapping[str, float] = field(default_factory=dict)
+    status: bool = True
+    network: str = "loopback"  # or "emulated": a namespace per node (coadapt.net)
+
+
+class LiveBackend:
+    mode: ClassVar[str] = "live"
+
+    def __init__(self, out_dir: Path, cluster: ClusterSpec, settings: LiveSettings,
+                 cores: list[int] | None = None, status: StatusTable | None = None,
+                 nodes: Sequence[Endpoint] | None = None) -> None:
+        self.out_dir = out_dir
+        self.settings = settings
+        self.pool = CorePool(cluster, cores)
+        if nodes is not None and len(nodes) != cluster.num_nodes:
+            raise ValueError(f"{len(nodes)} emulated nodes for a cluster of {cluster.num_nodes}")
+        self.nodes = list(nodes) if nodes is not None else None
+        self.network: dict[str, Any] = {"network": settings.network}
+        if nodes is not None:
+            self.network["bandwidth_gbps"] = cluster.network.bandwidth_gbps
+        self.jobs: list[LiveJob] = []
+        self.status = status
+        self.ctx: EngineContext | None = None
+        self.wall0 = time.time()  # wall time at experiment t = 0, set by bind()
+        self.interrupting = False
+        self.hard_stop = False
+        self._interrupt_deadline: float | None = None
+
+    def endpoints(self, cores: Sequence[int]) -> tuple[Endpoint, ...] | None:
+        """Where each rank on ``cores`` runs: its core's emulated node (None: loopback)."""
+        if self.nodes is None:
+            return None
+        return tuple(self.nodes[self.pool.node_of(c)] for c in cores)
+
+    # ------------------------------------------------------------ the protocol
+    def bind(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+        sync = getattr(ctx.env, "sync", None)
+        if sync is not None:  # the realtime clock starts now, not when it was created
+            sync()
+        self.wall0 = time.time() - ctx.env.now
+        ctx.env.process(self._poll_loop())
+
+    def create(self, spec: JobSpec, limits: JobLimits, now: float) -> LiveJob:
+        job = LiveJob(JobRecord.new(spec, limits, now), self, self.out_dir / "jobs" / spec.name)
+        self.jobs.append(job)
+        return job
+
+    def adopt(self, job: LiveJob) -> None:
+        self.jobs.append(job)
+
+    def close(self) -> None:
+        """Stop every group gracefully (checkpoint), kill what is left after
+        ``stop_timeout``; never leaves a process behind."""
+        self.interrupting = True  # no more launches
+        deadline = time.monotonic() + self.settings.stop_timeout
+        while True:
+            alive = [j for j in self.jobs if j.has_processes]
+            if not alive:
+                break
+            for j in alive:
+                j.stop()  # idempotent; a verifying job finishes its verification
+                j.poll(self.now())  # through the job: a verified completion is still logged
+            if time.monotonic() > deadline:
+                log.warning("groups still running %.0f s after the stop request: killing",
+                            self.settings.stop_timeout)
+                break
+            time.sleep(0.1)
+        self.kill_all()
+
+    def kill_all(self) -> None:
+        """Second signal: SIGKILL everything now; the poll loop ends the run."""
+        self.hard_stop = True
+        for j in self.jobs:
+            j.kill()
+
+    # ------------------------------------------------------------ clock, log
+    def now(self) -> float:
+        return time.time() - self.wall0
+
+    def emit(self, t: float, kind: str, job: str | None, **fields: Any) -> None:
+        assert self.ctx is not None
+        self.ctx.log.emit(t, kind, job, **fields)
+
+    def round_info(self, now: float) -> dict[str, Any]:
+        """How far the engine's clock lags the wall clock (logged per round)."""
+        return {"lag_s": self.now() - now}
+
+    # ------------------------------------------------------------ polling
+    def interrupt(self) -> None:
+        """First Ctrl-C/SIGTERM: every group checkpoints and stops; the poll
+        loop raises RunInterrupted once all have exited."""
+        if not self.interrupting:
+            self.interrupting = True
+            self._interrupt_deadline = time.monotonic() + self.settings.stop_timeout
+            for j in self.jobs:
+                j.stop()
+
+    def _poll_loop(self):
+        assert self.ctx is not None
+        env = self.ctx.env
+        while True:
+            yield env.timeout(self.settings.poll)
+            now = env.now
+            for job in list(self.jobs):
+                if job.state not in ("done", "failed"):
+                    job.poll(now)
+            if self.status is not None:
+                self.status.update(now, [j.status(now) for j in self.jobs])
+            if self.hard_stop:
+                raise RunInterrupted()
+            if self.interrupting:
+                for j in self.jobs:
+                    j.stop()  # also groups launched while the interrupt came in
+                alive = [j for j in self.jobs if j.has_processes]
+                if not alive:
+                    raise RunInterrupted()
+                if time.monotonic() > (self._interrupt_deadline or 0):
+                    self.kill_all()
+                    raise RunInterrupted()

@@ -1,0 +1,212 @@
+"""The modeled job backend: jobs advance by their profiles on SimPy timers.
+
+Per job, a timer fires when its restart delay ends (``start``) and at each
+epoch boundary (``epoch``; the last one completes the job). Between timers
+every rate is constant, so nothing ticks.
+
+Given measured live costs (``sim.costs``), a job pays what a live job pays:
+its measured first start and restarts instead of one fixed delay, a pause
+per validation, the final validation and the fresh-process verification
+before it completes (slots held), and the measured slowdown while another
+job shares its node. Without them (e.g. the Pollux GPU traces) it pays the
+fixed restart delay only, as the reference simulator does.
+
+With ``observation_noise`` S > 0 each job's reports carry the log-normal
+error of :class:`coadapt.backends.modeled.job.ReportNoise`, seeded by ``seed`` and the job
+name; the truth its progress follows is the same as with S = 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from coadapt.backends.modeled.job import ModeledJob, ReportNoise, check_observation_noise
+from coadapt.engine.backend import EngineContext
+from coadapt.engine.record import JobRecord
+from coadapt.models.batching import JobLimits
+from coadapt.world.costs import LiveCosts
+from coadapt.world.profiles.efficiency import MeasuredEfficiency
+from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.truth import ClusterTruth, efficiency_correction
+from coadapt.world.workload import JobSpec
+
+
+class ModeledBackend:
+    mode: ClassVar[str] = "simulate"
+
+    def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
+                 costs: LiveCosts | None = None,
+                 script: Mapping[str, list[tuple[float, int]]] | None = None, *,
+                 observation_noise: float = 0.0, seed: int = 0,
+                 efficiency_truth: str = "curves") -> None:
+        self.profiles = profiles
+        self.efficiency_truth = efficiency_truth
+        self.observation_noise = check_observation_noise(observation_noise)
+        self.seed = seed
+        self.delay = restart_delay
+        self.costs = costs
+        self.script = script or {}  # recorded in-place batch changes (a replay)
+        self.truths: dict[str, ClusterTruth] = {}
+        self.jobs: list[ModeledJob] = []
+        self.ctx: EngineContext | None = None
+        self._recheck = False
+
+    def bind(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    def measured_efficiency(self, profile: AppProfile) -> MeasuredEfficiency | None:
+        """The efficiency truth's correction for ``profile``: the measured runs
+        to target under ``efficiency_truth == "curves"`` where the profile has
+        them; None means Pollux's gain formula is the truth (e.g. the AdaptDL
+        GPU traces, which keep the reference simulator's semantics)."""
+        return efficiency_correction(profile, self.efficiency_truth)
+
+    def truth(self, app: str) -> ClusterTruth:
+        """The ground truth of one job type on this backend's cluster."""
+        hit = self.truths.get(app)
+        if hit is None:
+            hit = self.truths[app] = ClusterTruth.of(app, self.profiles[app],
+                                                     self.ctx.cluster.network)
+        return hit
+
+    def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
+        app = spec.application
+        profile = self.profiles[app]
+        noise = ReportNoise.for_job(self.observation_noise, profile.spread, self.seed, spec.name)
+        job = ModeledJob(JobRecord.new(spec, limits, now), profile, self.truth(app), self,
+                         noise=noise)
+        self.jobs.append(job)
+        return job
+
+    def close(self) -> None:
+        pass
+
+    # ----------------------------------------------------------------- costs
+    def restart_delay(self, job: ModeledJob) -> float:
+        """Seconds without progress after a (re)allocation."""
+        r = job.record
+        if self.costs is None:
+            return self.delay
+        return self.costs.launch(r.spec.application, r.replicas, restart=r.restarts > 0)
+
+    def _colocation(self, job: ModeledJob) -> float:
+        if self.costs is None:
+            return 1.0
+        mine = job.record.allocation
+        others = [o.record.spec.application for o in self.jobs
+                  if o is not job and o.record.completed_at is None and o.record.replicas
+                  and any(a and b for a, b in zip(mine, o.record.allocation, strict=False))]
+        return self.costs.colocation(job.record.spec.application, others)
+
+    def neighbours_changed(self) -> None:
+        """Allocations changed: re-rate co-located jobs once the round is applied."""
+        if self.costs is None or self._recheck:
+            return
+        self._recheck = True
+        self.ctx.env.timeout(0).callbacks.append(lambda _ev: self._recolocate())
+
+    def _recolocate(self) -> None:
+        self._recheck = False
+        now = self.ctx.env.now
+        for job in self.jobs:
+            r = job.record
+            if r.completed_at is not None or job.finishing or not r.replicas or job.rate <= 0:
+                continue
+            factor = self._colocation(job)
+            if factor != job.factor:
+                job.advance(now)
+                job.factor = factor
+                job.version += 1
+                job.observe(now)
+                self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    # ---------------------------------------------------------------- timers
+    def after(self, job: ModeledJob, delay: float, fn: Callable[[ModeledJob, int], None]) -> None:
+        """Call ``fn(job, version)`` after ``delay``; it ignores a stale version."""
+        version = job.version
+        ev = self.ctx.env.timeout(max(delay, 0.0))
+        ev.callbacks.append(lambda _ev: fn(job, version))
+
+    def on_start(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        now = self.ctx.env.now
+        job.advance(now)
+        job.factor = self._colocation(job)
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "start", job.name, batch=job.record.batch_size, epoch=job.epoch,
+                          progress=job.record.progress, truth=job.truth.kind(job.record.placement),
+                          **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+        launch = job.launch
+        script = self.script.get(job.name, ())
+        before = [b for t, b in script if job.allocated_at < t <= now]
+        if before:  # recorded while this launch was still starting (it started sooner live)
+            self._scripted(job, launch, before[-1])
+        for t, batch in script:
+            if t > now:
+                ev = self.ctx.env.timeout(t - now)
+                ev.callbacks.append(lambda _ev, b=batch: self._scripted(job, launch, b))
+
+    def _scripted(self, job: ModeledJob, launch: int, batch: int) -> None:
+        """A recorded in-place batch change, if the job still runs that launch
+        (deferred to the end of a validation pause)."""
+        now = self.ctx.env.now
+        r = job.record
+        if launch != job.launch or job.finishing or not r.replicas:
+            return
+        if now < job.run_from:
+            ev = self.ctx.env.timeout(job.run_from - now)
+            ev.callbacks.append(lambda _ev: self._scripted(job, launch, batch))
+            return
+        old = (r.micro, r.accum)
+        r.choose_batch(batch)
+        if (r.micro, r.accum) != old:
+            job.advance(now)
+            job.version += 1
+            self.rebatched(job, now)
+
+    def rebatched(self, job: ModeledJob, now: float) -> None:
+        """The batch changed in place (no restart)."""
+        r = job.record
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "progress", job.name, batch=r.batch_size, micro=r.micro,
+                          accum=r.accum, epoch=job.epoch, progress=r.progress, **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    def on_boundary(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        now = self.ctx.env.now
+        job.advance(now)
+        r = job.record
+        app, k = r.spec.application, r.replicas
+        pause = self.costs.eval(app, k) if self.costs is not None else 0.0
+        if job.finish_epoch():
+            job.version += 1
+            job.rate = 0.0
+            job.finishing = True
+            job.final_metric = job.metric()
+            hold = pause + (self.costs.finish(app) if self.costs is not None else 0.0)
+            if hold > 0:
+                self.after(job, hold, self._finish)
+            else:
+                self._finish(job, job.version)
+            return
+        job.version += 1
+        if r.adaptive:
+            r.choose_batch(None)
+        job.run_from = now + pause
+        obs = job.observe(now)
+        self.ctx.log.emit(now, "epoch", job.name, epoch=job.epoch, progress=r.progress,
+                          batch=r.batch_size, micro=r.micro, accum=r.accum, metric=job.metric(),
+                          **obs)
+        self.after(job, job.time_to_boundary(now), self.on_boundary)
+
+    def _finish(self, job: ModeledJob, version: int) -> None:
+        if version != job.version:
+            return
+        self.ctx.complete(job, self.ctx.env.now, epoch=job.epoch, metric=job.final_metric,
+                          verified=None, simulated=True)
+        self.neighbours_changed()

@@ -1,1 +1,0 @@
-"""Emulated nodes on one machine and the measured network between them."""

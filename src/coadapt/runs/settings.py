@@ -1,0 +1,64 @@
+"""What every run of the engine shares, simulated or live: its settings and
+the files written at the end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coadapt.backends.modeled.job import check_observation_noise
+from coadapt.eventlog import read_events
+from coadapt.metrics import job_table, summarize
+from coadapt.policies.base import PolicyConfig
+from coadapt.world.cluster import ClusterSpec
+
+EFFICIENCY_TRUTHS = ("curves", "formula")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    cluster: ClusterSpec
+    interval: float = 60.0
+    restart_delay: float = 30.0
+    seed: int = 0
+    p: float = -1.0
+    show_progress: bool = True
+    start_node: bool = False  # PolicyConfig.start_node
+    tiresias_threshold: float = 16 * 3600.0
+    fairness: bool = True  # append the shared T_iso (sim.yardstick) to the log
+    observation_noise: float = 0.0  # S: modeled jobs' report error in measured spreads (0: off)
+    efficiency_truth: str = "curves"  # modeled jobs' statistical efficiency: measured curves
+    # where the profile has them, else the gain formula ("formula": always the formula)
+    preset: str | None = None  # the named option set these settings came from (runs.options)
+
+    def __post_init__(self) -> None:
+        check_observation_noise(self.observation_noise)
+        if self.efficiency_truth not in EFFICIENCY_TRUTHS:
+            raise ValueError(f"--efficiency-truth {self.efficiency_truth!r}: expected one of "
+                             f"{', '.join(EFFICIENCY_TRUTHS)}")
+
+    def policy_config(self) -> PolicyConfig:
+        return PolicyConfig(self.restart_delay, self.interval, self.p, self.start_node,
+                            self.tiresias_threshold)
+
+    def describe(self) -> dict[str, Any]:
+        """What goes into a log header."""
+        return {"cluster": str(self.cluster), "total_slots": self.cluster.total_slots,
+                "network": str(self.cluster.network), "interval": self.interval,
+                "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
+                "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
+                "observation_noise": self.observation_noise,
+                "efficiency_truth": self.efficiency_truth, "preset": self.preset}
+
+
+
+
+def write_results(out_dir: Path) -> dict[str, Any]:
+    """jobs.csv and summary.json from ``out_dir/events.jsonl`` alone."""
+    events = list(read_events(out_dir / "events.jsonl"))
+    summary = summarize(events)
+    job_table(events).write_csv(out_dir / "jobs.csv")
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

@@ -1,1 +1,0 @@
-"""Discrete-event replay of a workload on a modeled cluster (SimPy)."""

@@ -1,0 +1,1 @@
+"""Real gloo all-reduce between emulated nodes: the network calibration."""

@@ -1,0 +1,327 @@
+"""What a live job pays besides its training steps, measured (``coadapt calibrate``).
+
+The profiles time steady training steps on an otherwise idle machine. A live
+job also pays for starting its processes, for every stop-and-relaunch, for
+each validation and the checkpoint after it, for the fresh-process
+verification at the end (its cores still held), and for sharing a node with
+another job. ``profiles/live-costs.json`` holds those costs per job type and
+worker count, measured on the machine that ran the profiles; the simulator
+charges them when it is given them, and nothing is hand-set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from coadapt.util.atomic import atomic_write_text
+from coadapt.world.profiles.profile import AppProfile
+
+log = logging.getLogger(__name__)
+
+COSTS_FILE = "live-costs.json"
+FORMAT = "coadapt-live-costs"
+VERSION = 2  # 2: machine fingerprint, per-type compute/sync factors; 1 still loads
+CALIBRATIONS_DIR = Path("out/calibrations")
+
+
+def machine_fingerprint() -> dict[str, Any]:
+    """What makes step times comparable between two machines, read without
+    running anything: CPU model and flags, usable cores, kernel, torch."""
+    model, flags = "unknown", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = value.strip()
+    except OSError:
+        pass
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = None
+    fp = {"cpu_model": model, "flags": hashlib.sha1(flags.encode()).hexdigest()[:12],
+          "cores": len(os.sched_getaffinity(0)), "kernel": platform.release(), "torch": torch}
+    fp["id"] = hashlib.sha1(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
+    return fp
+
+
+class CostError(ValueError):
+    """A costs file is missing or malformed; the message names file and field."""
+
+
+def _by_workers(table: Mapping[int, float], workers: int) -> float:
+    """The value measured at ``workers``, else at the nearest measured count."""
+    if workers in table:
+        return table[workers]
+    k = min(table, key=lambda w: (abs(w - workers), -w))
+    return table[k]
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """A steady step measured by the calibration, as one synchronizing step
+    (the profile's ``placements.csv`` unit) on one node."""
+
+    workers: int
+    local_bsz: int
+    step: float
+    sync: float
+    samples: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TypeCosts:
+    """Seconds, per worker count (``start``: first launch until the first step
+    is done, less one steady step; ``restart``: stop request until the first
+    step of the relaunch is done, less one steady step; ``eval``: one
+    validation plus the checkpoint after it), ``verify`` seconds, and the
+    step-time factor ``colocation[other type]`` when another job shares the node."""
+
+    start: dict[int, float]
+    restart: dict[int, float]
+    eval: dict[int, float]
+    verify: float
+    colocation: dict[str, float] = field(default_factory=dict)
+    steps: list[StepPoint] = field(default_factory=list)
+    compute_factor: float = 1.0  # calibrated compute / the profile's, at the same configs
+    sync_factor: float = 1.0
+    compute_spread: float | None = None  # relative half-width of compute_factor over configs
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("start", "restart", "eval"):
+            d[k] = {str(w): v for w, v in d[k].items()}
+        return d
+
+
+LIVE_POLL_S = 0.25  # how often the live executor polls its groups (live.backend)
+CALIBRATION_POLL_S = 0.02  # how often the calibration polls (measure.calibrate)
+
+
+@dataclass(frozen=True)
+class LiveCosts:
+    types: dict[str, TypeCosts]
+    meta: dict[str, Any] = field(default_factory=dict)
+    speed: dict[str, float] = field(default_factory=dict)
+    """Per type, profiled step times are scaled by this too (``scaled``)."""
+
+    @property
+    def poll_lag(self) -> float:
+        """Seconds a live run loses per event it reacts to that the calibration
+        did not: the executor sees a stop request, a free core or a finished
+        job only on its next poll (half a poll on average), the calibration
+        polled faster and its measured costs hold only its own half-poll."""
+        live = float(self.meta.get("live_poll_s", LIVE_POLL_S))
+        cal = float(self.meta.get("poll_s", CALIBRATION_POLL_S))
+        return max(live - cal, 0.0) / 2
+
+    def start(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].start, workers)
+
+    def restart(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].restart, workers)
+
+    def eval(self, app: str, workers: int) -> float:
+        return _by_workers(self.types[app].eval, workers)
+
+    def verify(self, app: str) -> float:
+        return self.types[app].verify
+
+    def launch(self, app: str, workers: int, restart: bool = False) -> float:
+        """What a live (re)launch costs: the measured start or restart plus the
+        poll lag (the launch, or the stop before it, waits for a poll)."""
+        return (self.restart if restart else self.start)(app, workers) + self.poll_lag
+
+    def finish(self, app: str) -> float:
+        """What finishing costs after the final validation: the target seen on
+        a poll, the fresh-process verification, its exit seen on another poll."""
+        return self.verify(app) + 2 * self.poll_lag
+
+    def colocation(self, app: str, neighbours: Iterable[str]) -> float:
+        """Step-time factor of ``app`` while other jobs share its node: the
+        factor measured over every neighbour type pooled (``any``); without
+        it, the mean of the per-neighbour factors. 1 alone."""
+        table = self.types[app].colocation
+        if not list(neighbours) or not table:
+            return 1.0
+        if "any" in table:
+            return table["any"]
+        return statistics.fmean(table.values())
+
+    def scaled(self, factor: float | Mapping[str, float],
+               colocation: bool = True) -> LiveCosts:
+        """Every measured time x ``factor`` (one for all types, or per type): a
+        machine running that much slower than when it was calibrated, as a live
+        run's own steps showed. ``colocation=False`` drops the co-location
+        factors of the types ``factor`` names (it includes them already)."""
+        per = factor if isinstance(factor, Mapping) else dict.fromkeys(self.types, factor)
+        types = {}
+        for app, t in self.types.items():
+            f = per.get(app, 1.0)
+            types[app] = TypeCosts(
+                {k: v * f for k, v in t.start.items()},
+                {k: v * f for k, v in t.restart.items()},
+                {k: v * f for k, v in t.eval.items()}, t.verify * f,
+                t.colocation if colocation or app not in per else {},
+                [StepPoint(p.workers, p.local_bsz, p.step * f, p.sync * f, p.samples)
+                 for p in t.steps], t.compute_factor * f, t.sync_factor * f, t.compute_spread)
+        return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per))
+
+    def machine(self) -> dict[str, Any]:
+        return dict(self.meta.get("machine") or {})
+
+    def is_this_machine(self) -> bool:
+        """Same fingerprint as this machine (a v1 file has none: another machine)."""
+        return self.machine().get("id") == machine_fingerprint()["id"]
+
+    def policy_restart_delay(self) -> float:
+        """The restart delay a policy should assume: the median measured restart."""
+        return statistics.median(v for t in self.types.values() for v in t.restart.values())
+
+    def save(self, path: Path) -> None:
+        doc = {"format": FORMAT, "version": VERSION, "meta": self.meta,
+               "types": {k: v.to_json() for k, v in sorted(self.types.items())}}
+        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> LiveCosts:
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise CostError(f"{path}: not found; run 'coadapt calibrate' to measure it") from None
+        except json.JSONDecodeError as exc:
+            raise CostError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        if doc.get("format") != FORMAT or doc.get("version") not in (1, VERSION):
+            raise CostError(f"{path}: field 'format' is not {FORMAT} v1 or v{VERSION}")
+        types = {}
+        for app, t in doc.get("types", {}).items():
+            try:
+                types[app] = TypeCosts(
+                    start={int(k): float(v) for k, v in t["start"].items()},
+                    restart={int(k): float(v) for k, v in t["restart"].items()},
+                    eval={int(k): float(v) for k, v in t["eval"].items()},
+                    verify=float(t["verify"]),
+                    colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()},
+                    steps=[StepPoint(int(p["workers"]), int(p["local_bsz"]), float(p["step"]),
+                                     float(p["sync"]), int(p.get("samples", 0)))
+                           for p in t.get("steps", [])],
+                    compute_factor=float(t.get("compute_factor", 1.0)),
+                    sync_factor=float(t.get("sync_factor", 1.0)),
+                    compute_spread=(None if t.get("compute_spread") is None
+                                    else float(t["compute_spread"])))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CostError(f"{path}: types.{app}: bad or missing field ({exc})") from None
+            if not (types[app].start and types[app].restart and types[app].eval):
+                raise CostError(f"{path}: types.{app}: start, restart and eval need at least "
+                                "one worker count")
+        return cls(types, doc.get("meta", {}))
+
+
+def refine_profiles(profiles: Mapping[str, AppProfile],
+                    costs: LiveCosts) -> dict[str, AppProfile]:
+    """Profiles as this machine runs them: every step of the timing grid with
+    its compute part x the type's ``compute_factor`` and its sync part x
+    ``sync_factor`` (the calibration against the profile, times any measured
+    speed ``scaled`` folded in), then the calibration's own steady steps in
+    place of the grid cells at the same configurations (where live jobs run
+    most). The profiles on disk are not touched."""
+    out = dict(profiles)
+    for app, prof in profiles.items():
+        t = costs.types.get(app)
+        cf = t.compute_factor if t is not None else costs.speed.get(app, 1.0)
+        sf = t.sync_factor if t is not None else costs.speed.get(app, 1.0)
+        if cf != 1.0 or sf != 1.0:
+            sync = pl.col("sync_time")
+            prof = dataclasses.replace(prof, placements=prof.placements.with_columns(
+                (sync * sf + (pl.col("step_time") - sync) * cf).alias("step_time"),
+                sync * sf), _cache={})
+            out[app] = prof
+        if t is None or not t.steps:
+            continue
+        rows = pl.DataFrame({"placement": [str(p.workers) for p in t.steps],
+                             "local_bsz": [p.local_bsz for p in t.steps],
+                             "step_time": [p.step for p in t.steps],
+                             "sync_time": [p.sync for p in t.steps]})
+        base = prof.placements.with_columns(pl.col("local_bsz").cast(pl.Int64))
+        keep = base.join(rows.select("placement", "local_bsz"), on=["placement", "local_bsz"],
+                         how="anti")
+        merged = pl.concat([keep.select(rows.columns), rows.cast(keep.select(rows.columns).schema)],
+                           how="vertical")
+        out[app] = dataclasses.replace(prof, placements=merged, _cache={},
+                                       source=f"{prof.source} + {costs.meta.get('source', '')}")
+    return out
+
+
+def this_machines_calibration(root: Path = CALIBRATIONS_DIR) -> Path | None:
+    """The newest calibration in ``root`` whose fingerprint is this machine's."""
+    me = machine_fingerprint()["id"]
+    found = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (doc.get("meta", {}).get("machine") or {}).get("id") == me:
+            found.append((doc["meta"].get("date", ""), path))
+    return max(found)[1] if found else None
+
+
+def describe_calibration(costs: LiveCosts) -> str:
+    """Which machine a calibration describes, and whether it is this one."""
+    m = costs.machine()
+    date = costs.meta.get("date", "undated")
+    src = costs.meta.get("source", "?")
+    if not m:
+        return (f"{src} ({date}, host {costs.meta.get('host', '?')}, no fingerprint): ANOTHER "
+                "machine's; predictions may be off: run 'coadapt calibrate --quick'")
+    what = f"{src} ({date}, {m.get('cpu_model')}, {m.get('cores')} cores)"
+    if costs.is_this_machine():
+        return f"{what}: this machine"
+    return (f"{what}: ANOTHER machine's (this one: {machine_fingerprint()['cpu_model']}); "
+            "predictions may be off: run 'coadapt calibrate --quick'")
+
+
+def resolve_costs(spec: str, profiles: str) -> LiveCosts | None:
+    """The machine calibration to charge (``--live-costs``/``--calibration``):
+    ``none``; ``profiles``: the profile folder's ``live-costs.json`` (measured
+    where the profiles were); ``this``: this machine's newest in
+    out/calibrations/; ``auto``: this machine's if there is one, else the
+    profiles' (warned: another machine); or a path (warned if another machine's)."""
+    folder = Path(profiles.partition(":")[2] if ":" in profiles else profiles)
+    if spec == "none":
+        return None
+    if spec in ("this", "auto"):
+        mine = this_machines_calibration()
+        if mine is not None:
+            return LiveCosts.load(mine)
+        if spec == "this":
+            raise CostError(f"{CALIBRATIONS_DIR}: no calibration of this machine "
+                            f"({machine_fingerprint()['cpu_model']}); run "
+                            "'coadapt calibrate --quick' first")
+        path = folder / COSTS_FILE
+        if not path.exists():
+            return None
+    else:
+        path = folder / COSTS_FILE if spec == "profiles" else Path(spec)
+    costs = LiveCosts.load(path)
+    if not costs.is_this_machine():
+        log.warning("calibration %s", describe_calibration(costs))
+    return costs

@@ -1,0 +1,41 @@
+"""Where profiles come from: ``SCHEME:PATH`` specs, one registry.
+
+``adaptdl:DIR`` reads the Pollux paper's GPU traces; ``cpu:DIR`` (or a bare
+``DIR``) reads profiles measured by ``coadapt profile``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from coadapt.world.profiles.profile import AppProfile, ProfileError
+
+
+def _adaptdl(path: Path) -> dict[str, AppProfile]:
+    from coadapt.world.profiles.adaptdl import load_adaptdl
+
+    return load_adaptdl(path)
+
+
+def _cpu(path: Path) -> dict[str, AppProfile]:
+    from coadapt.world.profiles.cpu_format import load_cpu_profiles
+
+    return load_cpu_profiles(path)
+
+
+LOADERS: dict[str, Callable[[Path], dict[str, AppProfile]]] = {"adaptdl": _adaptdl, "cpu": _cpu}
+
+
+def load_profiles(spec: str) -> dict[str, AppProfile]:
+    """Profiles for every job type found at ``spec``."""
+    scheme, sep, rest = spec.partition(":")
+    if not sep or scheme not in LOADERS:
+        scheme, rest = "cpu", spec
+    path = Path(rest)
+    if not path.exists():
+        raise ProfileError(
+            f"{path}: profile folder not found. Use adaptdl:PATH for the Pollux reference traces "
+            f"or run 'make profile' to measure CPU profiles into profiles/"
+        )
+    return LOADERS[scheme](path)
