@@ -26,6 +26,11 @@ from coadapt.models.goodput import (
 Key = tuple[int, int, int]  # (nodes, replicas, micro-batch)
 
 
+def key(nodes: int, replicas: int, micro: int) -> Key:
+    """The one observation key: a configuration is (nodes, replicas, micro-batch)."""
+    return (int(nodes), int(replicas), int(micro))
+
+
 @dataclass
 class Observations:
     """Samples per configuration, the fitted model and when to refit it.

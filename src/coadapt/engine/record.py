@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coadapt.engine.observations import Observations
+from coadapt.engine.observations import Key, Observations, key
 from coadapt.models.batching import JobLimits, split_batch
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import JobView, Oracle
@@ -48,6 +48,11 @@ class JobRecord:
     @property
     def replicas(self) -> int:
         return sum(self.allocation)
+
+    @property
+    def obs_key(self) -> Key:
+        """The observation key of the current allocation and micro-batch."""
+        return key(len(self.placement), self.replicas, self.micro)
 
     @property
     def batch_size(self) -> int:

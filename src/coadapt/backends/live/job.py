@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coadapt.engine.observations import key
 from coadapt.engine.record import JobRecord
 from coadapt.eventlog.tail import EventTail
 from coadapt.jobs.checkpoint import CKPT_FILE
@@ -280,7 +281,7 @@ class LiveJob:
 
     def _key(self, e: dict[str, Any]) -> tuple[int, int, int]:
         nodes = self.launch.nodes if self.launch is not None else max(len(self.record.placement), 1)
-        return (nodes, int(e["workers"]), int(e["local_bsz"]))
+        return key(nodes, e["workers"], e["local_bsz"])
 
     def _observation(self, e: dict[str, Any], quiet: bool) -> None:
         r = self.record
@@ -311,8 +312,7 @@ class LiveJob:
 
     def _validated(self, e: dict[str, Any]) -> None:
         r = self.record
-        key = (len(r.placement), r.replicas, r.micro)
-        value = r.obs.value(key) if key in r.obs.configurations else None
+        value = r.obs.value(r.obs_key) if r.obs_key in r.obs.configurations else None
         self.backend.emit(self._t(e), "epoch", self.name, epoch=self.validations,
                           progress=e.get("progress"), batch=r.batch_size, micro=r.micro,
                           accum=r.accum, metric=e.get("metric"), eval_time=e.get("eval_time"),

@@ -134,7 +134,7 @@ class ModeledJob:
         sqr, var = self.profile.grad_stats(r.batch_size, self.epoch)
         if self.noise is not None:
             step, sync, var = self.noise.apply(step, sync, var)
-        r.obs.record((len(r.placement), r.replicas, r.micro), step, sync)
+        r.obs.record(r.obs_key, step, sync)
         r.obs.refit(t)
         r.obs.set_grad(sqr, var)
         return {"step_time": step, "sync_time": sync, "throughput": tput, "efficiency": eff,
