@@ -131,8 +131,11 @@ study: $(STAMP)
 report: $(STAMP)
 	$(VENV)/bin/coadapt report $(OUT)
 
+# Style (ruff) and the layer contracts (import-linter, [tool.importlinter] in pyproject.toml;
+# docs/architecture.md explains them).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports
 
 bench-reference: $(STAMP)
 	$(PY) benchmarks/reference_fidelity.py --ref $(REF)

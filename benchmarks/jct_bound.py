@@ -24,22 +24,22 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.workloads.sets import SETS, make_workload
 from coadapt.world.cluster import ClusterSpec, Network
-from coadapt.world.costs import COSTS_FILE, LiveCosts, refine_profiles
-from coadapt.world.limits import declared_limits
+from coadapt.world.costs import COSTS_FILE, LiveCosts
 from coadapt.world.profiles.sources import load_profiles
+from coadapt.world.world import World
 
 
-def best_jct(truth, limits, profile, slots: int, per_node: int) -> tuple[float, int, int]:
+def best_jct(world: World, app: str) -> tuple[float, int, int]:
     """(seconds, workers, batch) of the fastest static configuration."""
     best = (np.inf, 0, 0)
+    limits, slots = world.limits[app], world.cluster.total_slots
     for r in range(1, min(slots, limits.max_useful_replicas()) + 1):
-        for batch in sorted(profile.validation):
+        for batch in sorted(world.profiles[app].validation):
             if batch < r * limits.min_local_bsz or batch > limits.max_batch_size:
                 continue
-            t = estimated_jct(truth, limits, r, batch, per_node)
+            t = world.estimated_jct(app, r, batch)
             if t < best[0]:
                 best = (t, r, batch)
     return best
@@ -57,22 +57,18 @@ def main() -> int:
     profiles = load_profiles(args.profiles)
     costs_path = Path(args.profiles) / COSTS_FILE
     costs = LiveCosts.load(costs_path) if costs_path.exists() else None
-    sim_profiles = refine_profiles(profiles, costs) if costs is not None else profiles
-    limits = declared_limits(profiles, profiles)
     rows = []
     cells = results.select("bandwidth", "set", "seed").unique().sort("bandwidth", "set", "seed")
     for bw, name, seed in cells.iter_rows():
         cluster = ClusterSpec.parse(args.cluster, Network(bw, latency))
-        per_node = max(cluster.slots_per_node)
-        wl = make_workload(name, seed, profiles, cluster)
-        truth = truths(sim_profiles, cluster.network)
+        world = World.build(profiles, cluster, costs=costs)
+        wl = make_workload(name, seed, world)
         cache: dict[str, tuple[float, int, int]] = {}
         ideal, workers = [], []
         for job in wl.jobs:
             app = job.application
             if app not in cache:
-                cache[app] = best_jct(truth[app], limits[app], sim_profiles[app],
-                                      cluster.total_slots, per_node)
+                cache[app] = best_jct(world, app)
             t, r, _ = cache[app]
             extra = (costs.start(app, r) + costs.verify(app)) if costs is not None else 0.0
             ideal.append(t + extra)

@@ -28,11 +28,11 @@ from coadapt.jobs.registry import JOB_TYPES  # noqa: E402
 
 def one(name: str, mult: int, workers: int, timeout: float) -> dict[str, Any]:
     job = JOB_TYPES[name]
-    res, events, ckpt = launch(name, workers, job.init_batch_size * mult, timeout=timeout)
-    s = summarise(events, job.init_batch_size)
+    res, events, ckpt = launch(name, workers, job.limits.init_batch_size * mult, timeout=timeout)
+    s = summarise(events, job.limits.init_batch_size)
     start = next(e for e in events if e["kind"] == "start")
     done = s.pop("complete")
-    row = {"type": name, "mult": mult, "batch": job.init_batch_size * mult, "workers": workers,
+    row = {"type": name, "mult": mult, "batch": job.limits.init_batch_size * mult, "workers": workers,
            "status": res.status, "verified": res.verified,
            "time_to_target": (done["t"] - start["t"]) if done else None, **s, "ckpt": str(ckpt)}
     logging.info("%s", json.dumps(row))

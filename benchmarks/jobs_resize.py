@@ -33,7 +33,7 @@ def main() -> int:
     job = JOB_TYPES[args.type]
     ckpt = Path(tempfile.mkdtemp(prefix="resize-"))
     ev = ckpt / "events.jsonl"
-    m0 = job.init_batch_size
+    m0 = job.limits.init_batch_size
     phases = [(1, m0, args.phase_seconds), (2, 4 * m0, args.phase_seconds), (1, m0, None)]
     stops: list[float] = []
     for i, (workers, batch, seconds) in enumerate(phases):

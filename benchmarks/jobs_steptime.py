@@ -28,7 +28,7 @@ def main() -> int:
                      f"{'cpu ms':>7} {'samples/s':>9}\n")
     for name in args.types:
         job = JOB_TYPES[name]
-        m0 = job.init_batch_size
+        m0 = job.limits.init_batch_size
         for workers, batch in ((1, m0), (2, 2 * m0), (2, m0)):
             never = 2.0 if job.higher_is_better else -1.0
             _, events, _ = launch(name, workers, batch, max_steps=args.steps, eval_every=1e9,

@@ -22,10 +22,12 @@ from pathlib import Path
 import polars as pl
 
 from coadapt.eventlog import read_events
-from coadapt.world.costs import LiveCosts, refine_profiles
+from coadapt.world.cluster import ClusterSpec
+from coadapt.world.costs import LiveCosts
 from coadapt.world.profiles.network import load_network_calibration
 from coadapt.world.profiles.sources import load_profiles
 from coadapt.world.truth import ClusterTruth
+from coadapt.world.world import World
 
 
 def cross_node(events_path: Path) -> tuple[float, list[str]]:
@@ -81,9 +83,10 @@ def step_ratio(run: Path, policy: str, truth: dict[str, ClusterTruth]) -> list[f
 def summarize(run: Path) -> list[dict]:
     spec = json.loads((run / "live.json").read_text())
     costs = LiveCosts.load(run / "calibration.json")
-    profiles = refine_profiles(load_profiles(spec["profiles"]), costs)
     net = load_network_calibration(spec["net_calibration"]).network(spec["bandwidth"])
-    truth = {a: ClusterTruth.of(a, p, net) for a, p in profiles.items()}
+    world = World.build(load_profiles(spec["profiles"]), ClusterSpec.parse(spec["cluster"], net),
+                        costs=costs)
+    truth = world.truths
     summary = pl.read_csv(run / "compare" / "prediction" / "sim_vs_live_summary.csv")
     live_rank = summary.sort("mean_jct_live")["policy"].to_list()
     pred_rank = summary.sort("mean_jct_sim")["policy"].to_list()

@@ -41,7 +41,7 @@ def step_table(cells: list[dict]) -> pl.DataFrame:
 def report(folder: Path) -> str:
     prof = read_cpu_profile(folder, require_validation=False)
     info, meta = prof.info, prof.meta
-    lines = [f"## {meta.name}  (M0={meta.init_batch_size}, target {meta.metric} "
+    lines = [f"## {meta.name}  (M0={meta.limits.init_batch_size}, target {meta.metric} "
              f"{'>=' if meta.higher_is_better else '<='} {meta.target}, "
              f"eval every {meta.eval_every} progress)"]
     m = info.get("machine", {})

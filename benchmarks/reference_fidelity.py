@@ -41,22 +41,20 @@ def _run(task: tuple[str, str, str, str]) -> dict:
     ref, wl_path, policy, out = task
     from dataclasses import replace
 
-    from coadapt.runs.options import parse_options, settings
+    from coadapt.runs.options import parse_options, settings, world_of
     from coadapt.runs.simulate import simulate_policy
-    from coadapt.world.limits import declared_limits
     from coadapt.world.profiles.adaptdl import load_adaptdl
     from coadapt.world.workload import load_workload
 
     if _PROFILES is None:
         _PROFILES = load_adaptdl(ref)
     wl = load_workload(wl_path, set(_PROFILES))
-    limits = declared_limits({j.application for j in wl.jobs}, _PROFILES)
     # the command line the README shows: coadapt simulate --preset osdi21 --cluster 16x4
     options = parse_options(["--preset", "osdi21", "--cluster", "16x4"])
-    run = replace(settings(options, wl, _PROFILES, limits, None, show_progress=False),
-                  fairness=False)
+    world = world_of(options, _PROFILES, None)
+    run = replace(settings(options, world, wl, show_progress=False), fairness=False)
     t0, c0 = time.perf_counter(), time.process_time()
-    s = simulate_policy(wl, _PROFILES, policy, run, Path(out) / wl.name / policy)
+    s = simulate_policy(world, wl, policy, run, Path(out) / wl.name / policy)
     s["run_s"] = time.perf_counter() - t0
     s["cpu_s"] = time.process_time() - c0
     return s

@@ -25,25 +25,19 @@ from pathlib import Path
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.report.simlive import compare_dirs
 from coadapt.runs.live.speed import observed_speed
+from coadapt.runs.options import settings as run_settings
+from coadapt.runs.options import world_of
 from coadapt.runs.simulate import simulate_policy
-from coadapt.world.costs import LiveCosts, refine_profiles
-
-try:  # after the split
-    from coadapt.runs.options import settings as run_settings
-    from coadapt.world.profiles.sources import load_profiles
-    from coadapt.world.workload import load_workload
-except ImportError:  # before it
-    from coadapt.engine.options import settings as run_settings
-    from coadapt.profiling.sources import load_profiles
-    from coadapt.workloads.workload import load_workload
-
+from coadapt.world.costs import LiveCosts
+from coadapt.world.profiles.sources import load_profiles
+from coadapt.world.workload import load_workload
+from coadapt.world.world import World
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
 def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]:
     from coadapt.jobs.registry import JOB_TYPES
-    from coadapt.world.limits import declared_limits
 
     spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one", "preset": None,
             "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "observation_noise": 0.0,
@@ -58,11 +52,11 @@ def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]
     trace = TRACES / f"{spec['workload']}.csv"  # an older tree may not ship the trace
     workload = load_workload(str(trace) if trace.exists() else spec["workload"], set(JOB_TYPES))
     profiles = load_profiles(profiles_dir)
-    limits = declared_limits({j.application for j in workload.jobs})
-    settings = run_settings(argparse.Namespace(**spec), workload, profiles, limits, costs,
-                            show_progress=False)
+    args = argparse.Namespace(**spec)
+    world = world_of(args, profiles, costs, apps={j.application for j in workload.jobs})
+    settings = run_settings(args, world, workload, show_progress=False)
     apps = {j.name: j.application for j in workload.jobs}
-    truth = refine_profiles(profiles, costs)
+    truth = world.profiles
     configs = {a: {(p.workers, p.local_bsz) for p in t.steps} for a, t in costs.types.items()}
     names = [d.name for d in sorted(live.iterdir()) if (d / "events.jsonl").exists()
              and (d / "jobs").is_dir()]
@@ -71,8 +65,9 @@ def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]
         for name in names:
             speed = observed_speed(live / name, truth, apps, configs)
             replay = ReplayPolicy.from_log(live / name / "events.jsonl")
-            simulate_policy(workload, profiles, name, settings, Path(tmp) / name,
-                            costs=costs.scaled(speed, colocation=False), replay=replay)
+            at_speed = World.build(profiles, world.cluster,
+                                   costs=costs.scaled(speed, colocation=False))
+            simulate_policy(at_speed, workload, name, settings, Path(tmp) / name, replay=replay)
         result = compare_dirs(tmp, live)
         for p in result.policies:
             rows.append({"run": str(live), "policy": p.policy, "jobs": p.matched,

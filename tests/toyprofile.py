@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.profile import AppProfile
 
 
@@ -30,7 +31,8 @@ def make_toy(name: str = "toy", epochs: int = 10, grad_var: float = 4.0) -> AppP
             "grad_sqr": [1.0] * epochs,
             "grad_var": [grad_var] * epochs,
         })
-    return AppProfile(name=name, init_batch_size=32, max_batch_size=512, min_local_bsz=8,
-                      max_local_bsz=64, max_replicas=16, placements=pl.DataFrame(rows),
+    return AppProfile(name=name, limits=JobLimits(init_batch_size=32, max_batch_size=512,
+                                                  min_local_bsz=8, max_local_bsz=64, max_replicas=16),
+                      placements=pl.DataFrame(rows),
                       scalability=None, validation=validation, completion_epochs=epochs,
                       source="toy")

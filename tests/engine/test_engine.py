@@ -9,8 +9,14 @@ from coadapt.eventlog import EventLog, read_events
 from coadapt.models.goodput import gain
 from coadapt.policies import PolicyConfig, make_policy
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.limits import declared_limits
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
+
+
+def modeled(prof, delay: float, cluster: str = "2x4"):
+    """The declared limits and a modeled backend in the world of ``prof`` on ``cluster``."""
+    world = World.build({"toy": prof}, ClusterSpec.parse(cluster))
+    return world.limits, ModeledBackend(world, delay)
 
 
 def run(tmp_path, jobs, policy="fixed", cluster="2x4", profile=None):
@@ -19,8 +25,7 @@ def run(tmp_path, jobs, policy="fixed", cluster="2x4", profile=None):
     path = tmp_path / f"{policy}.jsonl"
     with EventLog(path) as log:
         log.header(mode="simulate", policy=policy, total_slots=ClusterSpec.parse(cluster).total_slots)
-        eng = Engine(wl, declared_limits(["toy"], {"toy": profile}),
-                     ModeledBackend({"toy": profile}, 30.0), make_policy(policy, PolicyConfig()),
+        eng = Engine(wl, *modeled(profile, 30.0, cluster), make_policy(policy, PolicyConfig()),
                      ClusterSpec.parse(cluster), log, interval=60.0, restart_delay=30.0)
         result = eng.run()
     return result, list(read_events(path))
@@ -72,7 +77,7 @@ def test_restart_delay_costs_time(tmp_path):
     prof = make_toy()
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
     with EventLog(tmp_path / "nodelay.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 0.0),
+        eng = Engine(wl, *modeled(prof, 0.0),
                      make_policy("fixed", PolicyConfig()), ClusterSpec.parse("2x4"), log,
                      restart_delay=0.0)
         fast = eng.run()
@@ -93,7 +98,7 @@ def test_a_policy_that_starves_every_job_fails_loudly(tmp_path):
     prof = make_toy()
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("big", 0.0, "toy", 2, 64),))
     with EventLog(tmp_path / "s.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 1.0),
+        eng = Engine(wl, *modeled(prof, 1.0),
                      Starve(), ClusterSpec.parse("2x4"), log)
         with pytest.raises(DecisionError, match="gave no job a slot for 200 rounds"):
             eng.run()
@@ -117,14 +122,14 @@ def test_a_livelocked_policy_fails_loudly_instead_of_looping_forever(tmp_path):
     prof = make_toy()
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
     with EventLog(tmp_path / "l.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 90.0),
+        eng = Engine(wl, *modeled(prof, 90.0),
                      Thrash(), ClusterSpec.parse("2x4"), log, interval=60.0, restart_delay=90.0)
         with pytest.raises(DecisionError, match=r"no job made progress for 200 rounds .* j \(200 "
                                                 r"restarts\)"):
             eng.run()
     # the same policy with restarts shorter than a round is slow, not stuck
     with EventLog(tmp_path / "ok.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 30.0),
+        eng = Engine(wl, *modeled(prof, 30.0),
                      Thrash(), ClusterSpec.parse("2x4"), log, interval=60.0, restart_delay=30.0)
         assert eng.run().jobs[0].record.completed_at is not None
 
@@ -140,7 +145,7 @@ def test_pollux_with_no_restart_delay_has_no_nan(tmp_path):
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),
                                             JobSpec("k", 60.0, "toy", 1, 32)))
     with EventLog(tmp_path / "p0.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 0.0),
+        eng = Engine(wl, *modeled(prof, 0.0),
                      make_policy("pollux", PolicyConfig(restart_delay=0.0)),
                      ClusterSpec.parse("2x4"), log, restart_delay=0.0)
         result = eng.run()
@@ -154,14 +159,14 @@ def test_a_job_alone_at_its_best_static_configuration_scores_rho_one(tmp_path):
     from coadapt.runs.fairness import Yardstick
     from coadapt.runs.settings import RunSettings
     from coadapt.runs.simulate import simulate_policy
+    from coadapt.world.world import World
 
-    toy = {"toy": make_toy()}
-    best = Yardstick(toy, declared_limits(["toy"], toy), ClusterSpec.parse("2x4"), 60.0,
-                     30.0).best("toy", 8)
+    world = World.build({"toy": make_toy()}, ClusterSpec.parse("2x4"))
+    best = Yardstick(world, 60.0, 30.0).best("toy", 8)
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 17.0, "toy", best.replicas, best.batch),))
     rho = {}
     for policy in ("fixed", "pollux"):
-        s = simulate_policy(wl, toy, policy,
+        s = simulate_policy(world, wl, policy,
                             RunSettings(ClusterSpec.parse("2x4"), interval=60.0, restart_delay=30.0,
                                         show_progress=False), tmp_path / policy)
         rho[policy] = s["max_rho"]
@@ -184,7 +189,7 @@ def test_the_engine_refuses_a_decision_that_overfills_a_node(tmp_path):
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("a", 0.0, "toy", 1, 32),
                                             JobSpec("b", 0.0, "toy", 1, 32)))
     with EventLog(tmp_path / "o.jsonl") as log:
-        eng = Engine(wl, declared_limits(["toy"], {"toy": prof}), ModeledBackend({"toy": prof}, 1.0),
+        eng = Engine(wl, *modeled(prof, 1.0),
                      Overfill(), ClusterSpec.parse("2x4"), log)
         with pytest.raises(DecisionError, match=r"overfills node\(s\) \[0\]: \[6, 0\]"):
             eng.run()

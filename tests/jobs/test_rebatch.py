@@ -22,6 +22,7 @@ from coadapt.jobs.nets import MLP
 from coadapt.jobs.procs import free_port, pid_alive
 from coadapt.jobs.trainer import StepRunner, make_optimizer
 from coadapt.jobs.types import ConfigError, JobType, plan_batch
+from coadapt.models.batching import JobLimits
 from coadapt.models.gradstats import GradStatsEMA
 
 NEVER = 0.999  # accuracy target that a few steps never reach
@@ -230,9 +231,10 @@ def test_set_plan_averages_over_the_new_k_and_restarts_the_pair(one_rank_group) 
     job = JobType(name="tiny", family="mlp", description="test",
                   load_data=lambda: Data(split, split, classes=3),
                   build_model=lambda: MLP(8, 16, 3), task="classify", metric="accuracy",
-                  target=1.0, higher_is_better=True, init_batch_size=4, min_local_bsz=1,
-                  max_local_bsz=4, max_batch_size=64, eval_every=1.0, dataset_size=64,
-                  base_lr=0.1, momentum=0.0)
+                  target=1.0, higher_is_better=True,
+                  limits=JobLimits(init_batch_size=4, max_batch_size=64, min_local_bsz=1,
+                                   max_local_bsz=4, max_replicas=64),
+                  eval_every=1.0, dataset_size=64, base_lr=0.1, momentum=0.0)
     model = job.build_model()
     runner = StepRunner(job, model, make_optimizer(job, model), split, plan_batch(job, 1, 4),
                         SampleStream(64, seed=0), GradStatsEMA(), 0, 1)

@@ -12,6 +12,7 @@ from coadapt.jobs.nets import MLP
 from coadapt.jobs.procs import free_port
 from coadapt.jobs.trainer import StepRunner, make_optimizer
 from coadapt.jobs.types import JobType, plan_batch
+from coadapt.models.batching import JobLimits
 from coadapt.models.gradstats import GradStatsEMA, estimate, estimate_differenced
 
 
@@ -23,12 +24,15 @@ def one_rank_group():
     dist.destroy_process_group()
 
 
+TINY_LIMITS = JobLimits(init_batch_size=4, max_batch_size=64, min_local_bsz=1, max_local_bsz=4,
+                        max_replicas=64)
+
+
 def _job(data: Data) -> JobType:
     return JobType(name="tiny", family="mlp", description="test", load_data=lambda: data,
                    build_model=lambda: MLP(8, 16, 3), task="classify", metric="accuracy",
-                   target=1.0, higher_is_better=True, init_batch_size=4, min_local_bsz=1,
-                   max_local_bsz=4, max_batch_size=64, eval_every=1.0, dataset_size=64,
-                   base_lr=0.1, momentum=0.0)
+                   target=1.0, higher_is_better=True, limits=TINY_LIMITS, eval_every=1.0,
+                   dataset_size=64, base_lr=0.1, momentum=0.0)
 
 
 def _grad(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 import torch
 
 from coadapt.jobs.data import SampleStream, epoch_permutation
 from coadapt.jobs.registry import JOB_TYPES, get_job_type
 from coadapt.jobs.types import ConfigError, plan_batch
+from coadapt.world.jobtypes import DECLARED_JOB_TYPES, DeclaredJobType
 
 
 @pytest.mark.parametrize("name", sorted(JOB_TYPES))
@@ -16,14 +19,25 @@ def test_job_type_is_consistent(name: str) -> None:
     data = job.load_data()
     assert len(data.train) == job.dataset_size
     assert len(data.val) > 0
-    assert job.min_local_bsz <= job.init_batch_size <= job.max_local_bsz
-    assert job.max_batch_size >= 16 * job.init_batch_size  # the calibrated range
+    lim = job.limits
+    assert lim.min_local_bsz <= lim.init_batch_size <= lim.max_local_bsz
+    assert lim.max_batch_size >= 16 * lim.init_batch_size  # the calibrated range
     model = job.build_model()
     out = model(data.train.inputs[:2])
     assert out.shape[0] == 2 and out.shape[-1] == data.classes
     assert job.reached(job.target) and not job.reached(float("nan"))
     # the declared size is the model's: the network model moves 4 x params bytes
     assert job.params == sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def test_registry_runs_every_declared_type_as_declared() -> None:
+    """The runtime types are the declared ones plus builders: same set, same facts."""
+    assert set(JOB_TYPES) == set(DECLARED_JOB_TYPES)
+    for name, declared in DECLARED_JOB_TYPES.items():
+        job = JOB_TYPES[name]
+        assert all(getattr(job, f.name) == getattr(declared, f.name)
+                   for f in fields(DeclaredJobType))
+        assert job.grad_bytes == declared.grad_bytes == 4 * declared.params
 
 
 def test_unknown_type_names_the_choices() -> None:
@@ -43,7 +57,7 @@ def test_plan_batch_splits_and_accumulates() -> None:
     assert abs(p.batch_size - 500) < 3 * (p.accum_steps + 1)
     assert plan_batch(job, 3, 512).batch_size <= 512
     p = plan_batch(job, 2, 9)  # 9/2 rounds to 4 or 5 per worker
-    assert p.batch_size in (8, 10) and p.local_bsz >= job.min_local_bsz
+    assert p.batch_size in (8, 10) and p.local_bsz >= job.limits.min_local_bsz
 
 
 def test_sample_order_is_independent_of_partitioning() -> None:

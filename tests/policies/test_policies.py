@@ -5,6 +5,7 @@ from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel, GradParams, PerfParams
 from coadapt.policies import REGISTRY, JobView, PolicyConfig, Snapshot, make_policy
 from coadapt.policies.base import Oracle
+from coadapt.world.cluster import nodes_of
 
 CFG = PolicyConfig()
 LIMITS = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8, max_local_bsz=64,
@@ -23,7 +24,7 @@ def view(name, *, submit=0.0, alloc=(0, 0), req=1, batch=64, model=None, seen=0,
 
 
 def snap(jobs, slots=(4, 4), t=600.0):
-    return Snapshot(t, slots, tuple(jobs), 30.0, 60.0)
+    return Snapshot(t, nodes_of(slots), tuple(jobs), 30.0, 60.0)
 
 
 def test_registry_has_all_policies_and_rejects_unknown():

@@ -6,6 +6,7 @@ import pytest
 from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel, GradParams, PerfParams
 from coadapt.policies import REGISTRY, JobView, PolicyConfig, Snapshot, make_policy, policy_names
+from coadapt.world.cluster import nodes_of
 
 CFG = PolicyConfig()
 LIMITS = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8, max_local_bsz=64,
@@ -27,7 +28,7 @@ def view(name, *, alloc=(0, 0), req=1, batch=64, model=None, seen=0, limits=LIMI
 
 
 def snap(jobs, slots=(4, 4)):
-    return Snapshot(600.0, slots, tuple(jobs), 30.0, 60.0)
+    return Snapshot(600.0, nodes_of(slots), tuple(jobs), 30.0, 60.0)
 
 
 def slots(d, name):

@@ -11,15 +11,14 @@ from coadapt.runs.fairness import Yardstick, _mean_overlap, fair_share
 from coadapt.runs.settings import RunSettings
 from coadapt.runs.simulate import simulate_policy
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.limits import declared_limits
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
 
 TOY = {"toy": make_toy()}
-LIMITS = declared_limits(["toy"], TOY)
 
 
 def stick(cluster="2x4", interval=60.0, delay=30.0):
-    return Yardstick(TOY, LIMITS, ClusterSpec.parse(cluster), interval, delay)
+    return Yardstick(World.build(TOY, ClusterSpec.parse(cluster)), interval, delay)
 
 
 def test_fair_share_is_the_floor_of_slots_over_jobs_and_at_least_one():
@@ -58,7 +57,7 @@ def run(tmp_path, policy, jobs):
     wl = Workload("t", tmp_path / "w.csv", tuple(jobs))
     s = RunSettings(ClusterSpec.parse("2x4"), interval=60.0, restart_delay=30.0,
                     show_progress=False)
-    simulate_policy(wl, TOY, policy, s, tmp_path / policy)
+    simulate_policy(World.build(TOY, s.cluster), wl, policy, s, tmp_path / policy)
     return job_table(list(read_events(tmp_path / policy / "events.jsonl")))
 
 

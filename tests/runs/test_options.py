@@ -6,14 +6,16 @@ import argparse
 
 import pytest
 
-from coadapt.runs.options import PRESETS, apply_preset, parse_options, settings
+from coadapt.runs.options import PRESETS, apply_preset, parse_options, settings, world_of
 from coadapt.world.workload import JobSpec, Workload
 
 WL = Workload("w", None, (JobSpec("j0", 0.0, "toy", 1, 64),))
 
 
 def run_settings(argv: list[str]):
-    return settings(parse_options(argv), WL, {}, {}, None, show_progress=False)
+    args = parse_options(argv)
+    return settings(args, world_of(args, {}, None), WL,
+                    show_progress=False)
 
 
 def test_cpu_defaults_without_a_preset():

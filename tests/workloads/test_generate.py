@@ -11,8 +11,8 @@ from coadapt.workloads.generate import (
     parametric_arrivals,
 )
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.truth import ClusterTruth
 from coadapt.world.workload import load_workload
+from coadapt.world.world import World
 
 
 def test_tuned_configurations_match_the_published_workloads(reference_dir, reference_apps):
@@ -24,8 +24,8 @@ def test_tuned_configurations_match_the_published_workloads(reference_dir, refer
                 published.add((row["application"], int(row["num_replicas"]),
                                int(row["batch_size"])))
     # GPU profiles are outside the job registry: their truth is the profile itself.
-    ours = {(a, r, b) for a, p in apps.items()
-            for r, b in configurations(ClusterTruth.of(a, p), p.limits, 4, 64)}
+    world = World.build(apps, ClusterSpec.parse("16x4"))
+    ours = {(a, r, b) for a in apps for r, b in configurations(world, a)}
     # One difference, by design: coadapt's one batch splitter runs one replica above M0
     # as two micro-batches (AdaptDL's rule, which the reference simulator also applies),
     # the reference generator did not; that slows deepspeech2's 1-GPU baseline just
@@ -38,9 +38,9 @@ def test_parametric_generator_is_seeded_and_loadable(tmp_path):
     prof = {"toy": make_toy()}
     classes = {c: ("toy",) for c in ADAPTDL_CLASSES}
     mix = {"small": 0.7, "medium": 0.2, "large": 0.1}
-    rows = [generate(parametric_arrivals(20, 3600, mix, np.random.default_rng(3)), 20, prof,
-                     {"toy": prof["toy"].limits}, classes, ClusterSpec.parse("2x4"),
-                     np.random.default_rng(3)) for _ in range(2)]
+    world = World.build(prof, ClusterSpec.parse("2x4"))
+    rows = [generate(parametric_arrivals(20, 3600, mix, np.random.default_rng(3)), 20, world,
+                     classes, np.random.default_rng(3)) for _ in range(2)]
     assert rows[0] == rows[1] and len(rows[0]) == 20
     times = [r[1] for r in rows[0]]
     assert times == sorted(times) and 0 <= times[0] and times[-1] <= 3600

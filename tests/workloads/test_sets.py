@@ -13,7 +13,7 @@ from toyprofile import make_toy
 
 from coadapt.cli import main
 from coadapt.runs.options import tiresias_threshold
-from coadapt.workloads.generate import configurations, estimated_jct
+from coadapt.workloads.generate import configurations
 from coadapt.workloads.sets import SETS, WorkloadSet, get_set, make_workload
 from coadapt.world.cluster import ClusterSpec, Network
 from coadapt.world.limits import declared_limits
@@ -21,6 +21,7 @@ from coadapt.world.profiles.cpu_format import load_cpu_profiles
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.truth import ClusterTruth
 from coadapt.world.workload import TRACES_DIR, Workload, load_workload
+from coadapt.world.world import World
 
 SHIPPED = Path(__file__).resolve().parents[2] / "profiles"
 CLUSTER = ClusterSpec.parse("8x2")  # the shipped traces' cluster, 10 Gbit/s
@@ -51,13 +52,13 @@ def test_registry_holds_the_declared_sets():
 
 
 def test_priority_set_is_load8_with_a_fifth_of_the_jobs_weighted(cpu):
-    base = make_workload("cpu-load8", 3, cpu, CLUSTER)
-    prio = make_workload("cpu-priority", 3, cpu, CLUSTER)
+    base = make_workload("cpu-load8", 3, World.build(cpu, CLUSTER))
+    prio = make_workload("cpu-priority", 3, World.build(cpu, CLUSTER))
     unweighted = [dataclasses.replace(j, weight=1.0) for j in prio.jobs]
     assert unweighted == list(base.jobs)  # same arrivals, types and requests
     weights = [j.weight for j in prio.jobs]
     assert weights.count(4.0) == round(0.2 * len(weights)) and set(weights) == {1.0, 4.0}
-    other = [j.weight for j in make_workload("cpu-priority", 4, cpu, CLUSTER).jobs]
+    other = [j.weight for j in make_workload("cpu-priority", 4, World.build(cpu, CLUSTER)).jobs]
     assert other != weights  # which jobs are weighted is drawn per seed
 
 
@@ -71,9 +72,9 @@ def test_load_is_derived_from_jobs_and_window():
 
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_same_seed_same_workload_other_seed_differs(cpu, name):
-    a = make_workload(name, 7, cpu, CLUSTER)
-    assert requests(a) == requests(make_workload(name, 7, cpu, CLUSTER))
-    assert requests(a) != requests(make_workload(name, 8, cpu, CLUSTER))
+    a = make_workload(name, 7, World.build(cpu, CLUSTER))
+    assert requests(a) == requests(make_workload(name, 7, World.build(cpu, CLUSTER)))
+    assert requests(a) != requests(make_workload(name, 8, World.build(cpu, CLUSTER)))
     assert a.name == name and a.path is None
 
 
@@ -81,7 +82,7 @@ def test_same_seed_same_workload_other_seed_differs(cpu, name):
 def test_job_counts_windows_and_classes_match_the_set(cpu, name):
     ws = SETS[name]
     for seed in (1, 2):
-        wl = make_workload(ws, seed, cpu, CLUSTER)
+        wl = make_workload(ws, seed, World.build(cpu, CLUSTER))
         times = [j.submit_time for j in wl.jobs]
         assert len(wl.jobs) == ws.jobs
         assert times == sorted(times) and 0 <= times[0] and times[-1] <= ws.window_s
@@ -94,7 +95,7 @@ def test_job_counts_windows_and_classes_match_the_set(cpu, name):
 def test_every_request_fits_the_cluster_and_the_job(cpu, name, shape):
     cluster = ClusterSpec.parse(shape)
     limits = declared_limits(cpu)
-    wl = make_workload(name, 3, cpu, cluster)
+    wl = make_workload(name, 3, World.build(cpu, cluster))
     for j in wl.jobs:
         lim = limits[j.application]
         assert 1 <= j.num_replicas <= min(cluster.total_slots, lim.max_useful_replicas())
@@ -103,24 +104,25 @@ def test_every_request_fits_the_cluster_and_the_job(cpu, name, shape):
 
 
 def test_estimated_jct_across_nodes_is_the_truth_not_the_extrapolation(cpu):
-    limits = declared_limits(cpu)
     app, prof = "lstm-text", cpu["lstm-text"]
+    slow, fast = World.build(cpu, at(1.0)), World.build(cpu, at(100.0))
+    assert slow.truth(app).kind((2, 2)) == "network"
     extrapolated = ClusterTruth(prof)  # no network: the profile's own extrapolation
-    slow, fast = ClusterTruth.of(app, prof, Network(1.0)), ClusterTruth.of(app, prof, Network(100.0))
-    assert slow.kind((2, 2)) == "network"
-    one_node = [estimated_jct(t, limits[app], 2, 32, 2) for t in (extrapolated, slow, fast)]
-    assert one_node[0] == one_node[1] == one_node[2]  # measured: the same everywhere
-    four = [estimated_jct(t, limits[app], 4, 32, 2) for t in (extrapolated, slow, fast)]
-    assert four[1] > four[2] and four[1] > 1.2 * four[0]
+    step, _ = extrapolated.throughput((2, 2), 8)  # 4 workers at 32: micro-batch 8
+    own = prof.iterations(32, prof.completion_epoch(32)) * step
+    one_node = [w.estimated_jct(app, 2, 32) for w in (slow, fast)]
+    assert one_node[0] == one_node[1]  # measured: the same everywhere
+    four = [w.estimated_jct(app, 4, 32) for w in (slow, fast)]
+    assert four[0] > four[1] and four[0] > 1.2 * own
     # So tuning on a slow network keeps the LSTM on one node; a fast one spreads it.
-    assert max(r for r, _ in configurations(slow, limits[app], 2, 16)) <= 2
-    assert max(r for r, _ in configurations(fast, limits[app], 2, 16)) > 2
+    assert max(r for r, _ in configurations(World.build(cpu, at(1.0, "8x2")), app)) <= 2
+    assert max(r for r, _ in configurations(fast, app)) > 2
 
 
 def test_slower_network_tunes_fewer_multi_node_requests(cpu):
     def multi_node(bandwidth: float) -> int:
         return sum(j.num_replicas > 2 for seed in (1, 2, 3)
-                   for j in make_workload("cpu-load4", seed, cpu, at(bandwidth)).jobs)
+                   for j in make_workload("cpu-load4", seed, World.build(cpu, at(bandwidth))).jobs)
 
     slow, fast = multi_node(1.0), multi_node(100.0)
     assert slow < fast and fast > 0
@@ -128,7 +130,7 @@ def test_slower_network_tunes_fewer_multi_node_requests(cpu):
 
 def test_make_workload_tunes_on_the_given_cluster(cpu):
     # The same seed on a faster network: same arrivals and job types, other requests.
-    a, b = (make_workload("cpu-load8", 1, cpu, at(bw)) for bw in (1.0, 100.0))
+    a, b = (make_workload("cpu-load8", 1, World.build(cpu, at(bw))) for bw in (1.0, 100.0))
     assert [(j.submit_time, j.application) for j in a.jobs] == \
         [(j.submit_time, j.application) for j in b.jobs]
     assert requests(a) != requests(b)
@@ -143,19 +145,18 @@ def test_truth_of_a_type_outside_the_registry_is_its_profile():
 
 
 def test_tiresias_threshold_is_priced_at_the_truth(cpu):
-    wl = make_workload("cpu-user", 1, cpu, CLUSTER)
-    limits = declared_limits(cpu)
-    slow = tiresias_threshold(wl, cpu, limits, at(1.0))
-    fast = tiresias_threshold(wl, cpu, limits, at(100.0))
+    wl = make_workload("cpu-user", 1, World.build(cpu, CLUSTER))
+    slow = tiresias_threshold(World.build(cpu, at(1.0)), wl)
+    fast = tiresias_threshold(World.build(cpu, at(100.0)), wl)
     assert slow > fast > 0
 
 
 def test_user_chosen_requests_are_varied_and_untuned(cpu):
-    user = [make_workload("cpu-user", s, cpu, CLUSTER) for s in (1, 2)]
+    user = [make_workload("cpu-user", s, World.build(cpu, CLUSTER)) for s in (1, 2)]
     workers = {j.num_replicas for wl in user for j in wl.jobs}
     assert len(workers) >= 5 and max(workers) <= 8
     tuned = {(j.application, j.num_replicas, j.batch_size)
-             for n in TUNED for s in (1, 2) for j in make_workload(n, s, cpu, CLUSTER).jobs}
+             for n in TUNED for s in (1, 2) for j in make_workload(n, s, World.build(cpu, CLUSTER)).jobs}
     tuned_batches = {(a, b) for a, _, b in tuned}
     chosen = {(j.application, j.batch_size) for wl in user for j in wl.jobs}
     assert chosen - tuned_batches  # batches no tuned set ever picks
@@ -165,17 +166,17 @@ def test_user_chosen_requests_are_varied_and_untuned(cpu):
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_shipped_trace_is_seed_1(cpu, name):
     # Tuned at the step times the simulator charges: the profiles refined by the live costs.
-    from coadapt.world.costs import COSTS_FILE, LiveCosts, refine_profiles
+    from coadapt.world.costs import COSTS_FILE, LiveCosts
 
-    truth = refine_profiles(cpu, LiveCosts.load(SHIPPED / COSTS_FILE))
+    world = World.build(cpu, CLUSTER, costs=LiveCosts.load(SHIPPED / COSTS_FILE))
     shipped = load_workload(str(TRACES_DIR / f"{name}.csv"), set(cpu))
-    made = make_workload(name, 1, truth, CLUSTER)
+    made = make_workload(name, 1, world)
     assert shipped.jobs == made.jobs, "stale: run make workloads"
 
 
 def test_unknown_set_name_lists_the_known_ones(cpu):
     with pytest.raises(ValueError, match="cpu-load4") as err:
-        make_workload("cpu-load3", 1, cpu, CLUSTER)
+        make_workload("cpu-load3", 1, World.build(cpu, CLUSTER))
     assert "cpu-load3" in str(err.value) and "cpu-user" in str(err.value)
     with pytest.raises(ValueError, match="unknown workload set"):
         get_set("philly-small")
@@ -203,10 +204,9 @@ def test_cli_sets_reports_a_bad_cluster(tmp_path, capsys):
 def test_settings_uses_truth_for_auto_threshold(cpu):
     from coadapt.runs.options import settings
 
-    wl = make_workload("cpu-user", 1, cpu, CLUSTER)
-    limits = declared_limits(cpu)
+    wl = make_workload("cpu-user", 1, World.build(cpu, CLUSTER))
     ns = dict(cluster="8x2", latency=50.0, interval=15.0, restart_delay=3.0, new_jobs="node",
               tiresias_threshold="auto", power=-1.0, seed=0)
-    got = [settings(argparse.Namespace(**ns, bandwidth=bw), wl, cpu, limits, None)
+    got = [settings(argparse.Namespace(**ns, bandwidth=bw), World.build(cpu, at(bw)), wl)
            .tiresias_threshold for bw in (1.0, 100.0)]
-    assert got[0] == tiresias_threshold(wl, cpu, limits, at(1.0)) > got[1]
+    assert got[0] == tiresias_threshold(World.build(cpu, at(1.0)), wl) > got[1]

@@ -13,6 +13,7 @@ from coadapt.runs.simulate import simulate_policy
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.costs import CostError, LiveCosts, StepPoint, TypeCosts, refine_profiles
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
 
 COSTS = LiveCosts({"toy": TypeCosts(start={1: 2.0, 2: 3.0}, restart={1: 4.0, 2: 5.0},
                                     eval={1: 0.5, 2: 0.25}, verify=1.5,
@@ -25,7 +26,8 @@ SETTINGS = RunSettings(ClusterSpec.parse("1x2"), interval=60.0, restart_delay=30
 
 def run(tmp_path, jobs, policy="fixed", costs=COSTS, name="x"):
     wl = Workload("t", tmp_path / "w.csv", tuple(jobs))
-    s = simulate_policy(wl, {"toy": make_toy()}, policy, SETTINGS, tmp_path / name, costs=costs)
+    world = World.build({"toy": make_toy()}, SETTINGS.cluster, costs=costs)
+    s = simulate_policy(world, wl, policy, SETTINGS, tmp_path / name)
     return s, list(read_events(tmp_path / name / "events.jsonl"))
 
 
@@ -65,8 +67,8 @@ def test_replaying_a_simulated_run_reproduces_it(tmp_path):
     orig, _ = run(tmp_path, jobs, policy="pollux", name="orig")
     replay = ReplayPolicy.from_log(tmp_path / "orig" / "events.jsonl")
     wl = Workload("t", tmp_path / "w.csv", tuple(jobs))
-    again = simulate_policy(wl, {"toy": make_toy()}, "pollux", SETTINGS, tmp_path / "again",
-                            costs=COSTS, replay=replay)
+    world = World.build({"toy": make_toy()}, SETTINGS.cluster, costs=COSTS)
+    again = simulate_policy(world, wl, "pollux", SETTINGS, tmp_path / "again", replay=replay)
     a = {e["job"]: e["t"] for e in read_events(tmp_path / "orig" / "events.jsonl")
          if e["kind"] == "complete"}
     b = {e["job"]: e["t"] for e in read_events(tmp_path / "again" / "events.jsonl")

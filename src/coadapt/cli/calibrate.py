@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from coadapt.cli.errors import fail
+
 CALIBRATE_HELP = """\
 Measure what a live job pays besides its steady training steps, per job type,
 with real worker groups pinned to cores: first start, restart (stop, checkpoint,
@@ -66,23 +68,23 @@ def run(args: argparse.Namespace) -> int:
     apps = sorted(JOB_TYPES) if args.types is None else args.types.split(",")
     unknown = [a for a in apps if a not in JOB_TYPES]
     if unknown:
-        return _fail(f"--types: unknown job type {', '.join(unknown)}; "
-                     f"known: {', '.join(sorted(JOB_TYPES))}")
+        return fail("calibrate", f"--types: unknown job type {', '.join(unknown)}; "
+                    f"known: {', '.join(sorted(JOB_TYPES))}")
     if args.phase <= 0 or args.pair <= 0:
-        return _fail("--phase and --pair must be > 0 seconds")
+        return fail("calibrate", "--phase and --pair must be > 0 seconds")
     cores = usable_cores()
     if len(cores) < 2:
-        return _fail(f"calibration needs 2 cores (1 and 2 workers, pairs); this machine has "
-                     f"{len(cores)} usable")
+        return fail("calibrate", f"calibration needs 2 cores (1 and 2 workers, pairs); this "
+                    f"machine has {len(cores)} usable")
     steps = {}
     try:
         profiles = load_profiles(args.profiles) if Path(args.profiles).exists() else {}
     except ProfileError as exc:
-        return _fail(str(exc))
+        return fail("calibrate", str(exc))
     for app in apps:
         if app in profiles:
             p = profiles[app]
-            steps[app] = p.throughput((1,), p.init_batch_size)[0]
+            steps[app] = p.throughput((1,), p.limits.init_batch_size)[0]
     t0 = time.monotonic()
     if args.quick:
         out = (Path(args.out) if args.out
@@ -117,7 +119,3 @@ def run(args: argparse.Namespace) -> int:
 def _fmt(table: dict[int, float]) -> str:
     return "/".join(f"K{k} {v:.2f}s" for k, v in sorted(table.items()))
 
-
-def _fail(message: str) -> int:
-    sys.stderr.write(f"coadapt calibrate: error: {message}\n")
-    return 2

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from coadapt.cli.errors import fail
+
 DESCRIPTION = """\
 Join SIM/<policy>/events.jsonl with LIVE/<policy>/events.jsonl by job name for
 every policy present in both, and report how far the simulated JCTs are from
@@ -46,10 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fail(message: str) -> int:
-    sys.stderr.write(f"coadapt compare: error: {message}\n")
-    return 2
-
 
 def output_dir(live: Path, kind: str, out: str | None, into_live: bool) -> Path:
     """Where the comparison goes; ValueError if that is inside the live run's
@@ -74,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         result = compare_dirs(args.sim, args.live)
         out = output_dir(Path(args.live), result.kind, args.out, args.into_live)
     except (CompareError, ValueError) as exc:
-        return _fail(str(exc))
+        return fail("compare", str(exc))
     write_outputs(result, out, plots=not args.no_plots)
     sys.stdout.write(format_comparison(result) + "\n")
     sys.stdout.write(f"{result.kind} vs live: results in {out}/\n")

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coadapt.cli.errors import fail
+
 DESCRIPTION = """\
 Run the scheduling study: every policy on every workload set for several seeds
 (and, with --bandwidth 1,10,100, for several networks between the simulated
@@ -60,11 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fail(message: str, code: int = 2) -> int:
-    sys.stderr.write(f"coadapt experiment: error: {message}\n")
-    return code
-
-
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -76,11 +73,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         plan = _plan(args)
     except (ValueError, KeyError, OSError) as exc:
-        return _fail(str(exc).strip("'\""))
+        return fail("experiment", str(exc).strip("'\""))
     ctx, workloads, policies, seeds, bandwidths = plan
     out = Path(args.out)
     if (out / CELLS_FILE).exists() and not args.resume:
-        return _fail(f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
+        return fail("experiment", f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
                      "them, or choose another --out")
     noisy = bool(ctx.options.get("observation_noise"))  # then the seed draws the noise
     cells = build_grid(bandwidths, workloads, unique(policies), seeds,
@@ -104,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = run_grid(todo, ctx, out, jobs=jobs, ray_address=args.ray, on_done=progress)
     except RayUnavailable as exc:
-        return _fail(str(exc))
+        return fail("experiment", str(exc))
     finally:
         bar.close()
     if outcome.interrupted:
@@ -118,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if outcome.failed:
         for key, err in outcome.failed:
             sys.stderr.write(f"experiment: cell {key} failed: {err}\n")
-        return _fail(f"{len(outcome.failed)} cells failed (tracebacks above, run with -v for "
+        return fail("experiment", f"{len(outcome.failed)} cells failed (tracebacks above, run with -v for "
                      "more); fix the cause and rerun with --resume", code=1)
     return 0
 
@@ -128,12 +125,10 @@ def _plan(args: argparse.Namespace):
     from coadapt.experiment.grid import code_digest, fingerprint, unique
     from coadapt.experiment.runner import CellContext
     from coadapt.policies import REGISTRY
-    from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
+    from coadapt.runs.options import world_of
     from coadapt.workloads.sets import SETS, make_workload
-    from coadapt.world.cluster import ClusterSpec
-    from coadapt.world.costs import refine_profiles, resolve_costs
-    from coadapt.world.limits import declared_limits
+    from coadapt.world.costs import resolve_costs
     from coadapt.world.profiles.sources import load_profiles
     from coadapt.world.workload import load_workload
 
@@ -155,7 +150,6 @@ def _plan(args: argparse.Namespace):
         raise ValueError("--bandwidth: no network given; e.g. --bandwidth 1,10,100")
     profiles = load_profiles(args.profiles)
     costs = resolve_costs(args.live_costs, args.profiles)
-    truth = refine_profiles(profiles, costs) if costs is not None else profiles
     fixed, workloads = {}, []
     for name in names:
         if name in SETS:
@@ -173,11 +167,10 @@ def _plan(args: argparse.Namespace):
                                              "observation_noise", "efficiency_truth",
                                              "preset", "net_calibration")}
     for bw in args.bandwidth:  # every option fails here, once, not in every cell
-        cluster = ClusterSpec.parse(args.cluster, network(args, bw))
-        sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, truth, cluster)
-        limits = declared_limits({j.application for j in sample.jobs}, profiles)
-        run_settings(argparse.Namespace(**options, bandwidth=bw, seed=1), sample, profiles,
-                     limits, costs, show_progress=False)
+        spec = argparse.Namespace(**options, bandwidth=bw, seed=1)
+        world = world_of(spec, profiles, costs)
+        sample = fixed.get(workloads[0]) or make_workload(workloads[0], 1, world)
+        run_settings(spec, world, sample, show_progress=False)
     root = Path(__file__).resolve().parents[1]
     fp = fingerprint({
         "options": options, "profiles": {a: p.source for a, p in sorted(profiles.items())},
@@ -187,7 +180,7 @@ def _plan(args: argparse.Namespace):
                             if args.net_calibration else None),
         "csv": {n: [(j.name, j.submit_time, j.application, j.num_replicas, j.batch_size)
                     for j in w.jobs] for n, w in sorted(fixed.items())}})
-    ctx = CellContext(profiles, costs, options, fixed, fp, truth)
+    ctx = CellContext(profiles, costs, options, fixed, fp)
     seeds = list(range(1, args.seeds + 1))
     return ctx, workloads, policies, seeds, sorted(set(args.bandwidth))
 

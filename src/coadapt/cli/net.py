@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from coadapt.cli.errors import fail
+
 NETBENCH_HELP = """\
 Measure ring all-reduce between emulated nodes on this machine: K processes
 (one per node, each a network namespace behind a software switch, node i
@@ -91,13 +93,13 @@ def run_netbench_cmd(args: argparse.Namespace) -> int:
     if args.refit:
         points = _points(out / "netbench.csv")
         if isinstance(points, str):
-            return _fail(points)
+            return fail("netbench", points)
     else:
         reason = missing_capability()
         if reason is not None:
-            return _fail(f"netbench: {reason}")
+            return fail("netbench", reason)
         if args.reps < 3:
-            return _fail("--reps must be at least 3 (the median and spread need them)")
+            return fail("netbench", "--reps must be at least 3 (the median and spread need them)")
         out.mkdir(parents=True, exist_ok=True)
         plan = BenchPlan(ks=args.k, bandwidths=args.bandwidth, reps=args.reps)
         bar = ProgressBar(total=plan.rounds(), label="netbench", unit="rounds")
@@ -152,8 +154,3 @@ def run_cleanup(args: argparse.Namespace) -> int:
     sys.stdout.write(f"killed {len(killed)} namespace holder(s) {killed}; "
                      f"{len(left)} of running runs left {left}\n")
     return 0
-
-
-def _fail(message: str) -> int:
-    sys.stderr.write(f"coadapt: error: {message}\n")
-    return 2

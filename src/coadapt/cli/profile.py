@@ -119,7 +119,7 @@ def run_profile(jobs: list[Any], settings: ProfileSettings, out: Path) -> dict[s
                                 meta_settings, runs)
         folder = write_cpu_profile(out / job.name, profile)
         if settings.plots:
-            _plots(folder, summary.filter(mine), job_curves, profile.meta.init_batch_size,
+            _plots(folder, summary.filter(mine), job_curves, profile.meta.limits.init_batch_size,
                    profile.meta.target)
         written[job.name] = folder
         log.info("wrote %s", folder)

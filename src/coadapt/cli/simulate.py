@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from coadapt.cli.errors import fail
+
 DESCRIPTION = """\
 Replay a workload on a modeled cluster under each scheduling policy (SimPy
 discrete-event simulation; every number it prints is SIMULATED). Jobs advance by
@@ -54,26 +56,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fail(message: str) -> int:
-    sys.stderr.write(f"coadapt simulate: error: {message}\n")
-    return 2
-
-
 def holds_live_run(out: Path) -> str | None:
     """Why ``out`` holds a live run (its ``live.json``, or a log whose header
-    says mode "live"), or None: a simulation writing there would replace it."""
+    says mode "live" or cannot be read), or None: a simulation writing there
+    would replace it."""
+    from coadapt.runs.simulate import live_log
+
     if (out / "live.json").exists():
         return f"{out / 'live.json'} exists"
     for path in [out / "events.jsonl", *sorted(out.glob("*/events.jsonl"))]:
-        if not path.is_file():
-            continue
-        try:
-            with path.open() as f:
-                header = json.loads(f.readline() or "{}")
-        except (OSError, ValueError, UnicodeDecodeError):
-            return f"{path} exists and has no readable header"
-        if not isinstance(header, dict) or header.get("mode") == "live":
-            return f"{path} is a live run's log"
+        reason = live_log(path)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -83,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
     from coadapt.runs.options import settings as run_settings
+    from coadapt.runs.options import world_of
     from coadapt.runs.simulate import simulate_policy
     from coadapt.world.costs import CostError, resolve_costs
-    from coadapt.world.limits import declared_limits
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
     from coadapt.world.workload import WorkloadError, load_workload
@@ -93,17 +87,17 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     live = holds_live_run(out)
     if live is not None:
-        return _fail(f"--out {out}: holds a live run ({live}); a simulation would overwrite it. "
+        return fail("simulate", f"--out {out}: holds a live run ({live}); a simulation would overwrite it. "
                      f"Nothing was changed; choose another --out (e.g. {out.parent / 'sim'})")
     names = policy_names() if args.policy == "all" else args.policy.split(",")
     if args.replay is not None:
         recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
         if not recorded:
-            return _fail(f"--replay {args.replay}: no <policy>/events.jsonl below it")
+            return fail("simulate", f"--replay {args.replay}: no <policy>/events.jsonl below it")
         names = recorded if args.policy == "all" else [n for n in names if n in recorded]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        return _fail(f"--policy: unknown policy {', '.join(unknown)}; "
+        return fail("simulate", f"--policy: unknown policy {', '.join(unknown)}; "
                      f"known: {', '.join(policy_names(variants=True))} or 'all'")
     try:
         profiles = load_profiles(args.profiles)
@@ -111,17 +105,16 @@ def run(args: argparse.Namespace) -> int:
         costs = resolve_costs(args.live_costs, args.profiles)
         replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
                    for n in names} if args.replay else {}
-        limits = declared_limits({j.application for j in workload.jobs}, profiles)
-        settings = run_settings(args, workload, profiles, limits, costs,
-                                show_progress=not args.no_progress)
+        world = world_of(args, profiles, costs)  # built once: every policy runs in it
+        settings = run_settings(args, world, workload, show_progress=not args.no_progress)
     except (ValueError, ProfileError, WorkloadError, CostError) as exc:
-        return _fail(str(exc))
+        return fail("simulate", str(exc))
     cluster = settings.cluster
     kind = "replay" if args.replay else "simulation"
     summaries = []
     for name in names:
-        summaries.append(simulate_policy(workload, profiles, name, settings, out / name,
-                                         costs=costs, replay=replays.get(name), kind=kind))
+        summaries.append(simulate_policy(world, workload, name, settings, out / name,
+                                         replay=replays.get(name), kind=kind))
     write_comparison(summaries, out)
     preset = f", preset {args.preset}" if getattr(args, "preset", None) else ""
     sys.stdout.write(format_table(

@@ -97,13 +97,13 @@ def run(args: argparse.Namespace) -> int:
         write_workload,
     )
     from coadapt.world.cluster import ClusterSpec, Network
-    from coadapt.world.limits import declared_limits
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.world import World
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
-        profiles = load_profiles(args.profiles)
+        world = World.build(load_profiles(args.profiles), cluster)
         classes = ({k: tuple(v.split(",")) for k, v in _pairs(args.classes, ";").items()}
                    if args.classes else ADAPTDL_CLASSES)
         rng = np.random.default_rng(args.seed)
@@ -115,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
             if bad:
                 raise ValueError(f"--mix: unknown class {', '.join(bad)}; use {CLASSES}")
             arrivals = parametric_arrivals(args.jobs, args.window * 3600, mix, rng)
-        rows = generate(arrivals, args.jobs, profiles, declared_limits(profiles, profiles),
-                        classes, cluster, rng)
+        rows = generate(arrivals, args.jobs, world, classes, rng)
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload generate: error: {exc}\n")
         return 2
@@ -129,17 +128,16 @@ def run_sets(args: argparse.Namespace) -> int:
     from coadapt.workloads.generate import write_workload
     from coadapt.workloads.sets import SETS, make_workload
     from coadapt.world.cluster import ClusterSpec, Network
-    from coadapt.world.costs import refine_profiles, resolve_costs
+    from coadapt.world.costs import resolve_costs
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.world import World
 
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
-        profiles = load_profiles(args.profiles)
-        costs = resolve_costs(args.live_costs, args.profiles)
-        if costs is not None:
-            profiles = refine_profiles(profiles, costs)
-        made = [(ws, make_workload(ws, args.seed, profiles, cluster)) for ws in SETS.values()]
+        world = World.build(load_profiles(args.profiles), cluster,
+                            costs=resolve_costs(args.live_costs, args.profiles))
+        made = [(ws, make_workload(ws, args.seed, world)) for ws in SETS.values()]
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload sets: error: {exc}\n")
         return 2

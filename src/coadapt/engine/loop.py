@@ -106,7 +106,7 @@ class Engine:
         for job in list(self.active):  # a live job may complete while it syncs
             job.sync(now)
         nodes = self.cluster.num_nodes
-        snap = Snapshot(now, self.cluster.slots_per_node,
+        snap = Snapshot(now, self.cluster.nodes,
                         tuple(j.record.view(now, nodes, self._oracle(j)) for j in self.active),
                         self.restart_delay, self.interval)
         t0 = time.perf_counter()
@@ -122,7 +122,7 @@ class Engine:
             if job.apply(a, now):
                 r = job.record
                 self.log.emit(now, "allocate", r.name, allocation=list(a.allocation),
-                              replicas=r.replicas, nodes=len(r.placement), batch=r.batch_size,
+                              replicas=r.replicas, nodes=len(r.nodes_used), batch=r.batch_size,
                               micro=r.micro, accum=r.accum, restart=r.restarts > 0,
                               adaptive=r.adaptive)
         self._watch(used, now)

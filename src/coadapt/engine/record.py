@@ -43,7 +43,13 @@ class JobRecord:
 
     @property
     def placement(self) -> tuple[int, ...]:
+        """Slots on each node used, without the empty nodes (what the truth prices)."""
         return tuple(a for a in self.allocation if a)
+
+    @property
+    def nodes_used(self) -> tuple[int, ...]:
+        """Indices of the nodes the allocation uses, parallel to ``placement``."""
+        return tuple(i for i, a in enumerate(self.allocation) if a)
 
     @property
     def replicas(self) -> int:
@@ -52,7 +58,7 @@ class JobRecord:
     @property
     def obs_key(self) -> Key:
         """The observation key of the current allocation and micro-batch."""
-        return key(len(self.placement), self.replicas, self.micro)
+        return key(len(self.nodes_used), self.replicas, self.micro)
 
     @property
     def batch_size(self) -> int:
@@ -85,7 +91,7 @@ class JobRecord:
         AdaptDL agent does between rounds), a fixed one its request."""
         lim, r = self.limits, self.replicas
         if batch is None and self.adaptive and self.model is not None:
-            c = self.model.optimize(np.array([len(self.placement)]), np.array([r]), lim)
+            c = self.model.optimize(np.array([len(self.nodes_used)]), np.array([r]), lim)
             self.micro, self.accum = int(c.local_bsz[0]), int(c.accum_steps[0])
             return
         if batch is None:

@@ -7,11 +7,14 @@ workloads) is put into the object store once, so remote nodes need only the
 coadapt version as the driver (rows are filed under the driver's code
 fingerprint). Results are yielded as tasks
 finish; leaving early cancels what is still queued or running.
+
+The runner hands in the function that runs one cell, so this module needs
+nothing of the runner (which imports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from coadapt.experiment.grid import Cell
@@ -43,10 +46,12 @@ class RayPool:
             self.ray.init(address=self.address, **kwargs)
         return self
 
-    def results(self, cells: Sequence[Cell], ctx: Any) -> Iterator[tuple]:
-        from coadapt.experiment.runner import _safe_run
-
-        task = self.ray.remote(num_cpus=1, max_retries=0)(_safe_run)
+    def results(self, cells: Sequence[Cell], ctx: Any,
+                run: Callable[[Any, Cell], tuple]) -> Iterator[tuple]:
+        """``run(ctx, cell)`` of every cell as a task, yielded as each finishes;
+        ``run`` returns ``(cell, row, blob)``; a module-level function, so
+        the workers import it rather than receive its code."""
+        task = self.ray.remote(num_cpus=1, max_retries=0)(run)
         ref = self.ray.put(ctx)
         cell_of = {}
         for cell in cells:

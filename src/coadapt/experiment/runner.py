@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from coadapt.experiment.grid import Cell, describe
-from coadapt.world.cluster import ClusterSpec
 from coadapt.world.costs import LiveCosts
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 log = logging.getLogger(__name__)
 CELLS_FILE = "cells.jsonl"
@@ -46,9 +46,6 @@ class CellContext:
     options: Mapping[str, Any]  # engine options (see engine.options.add_options), no bandwidth
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # fixed (CSV) workloads
     fingerprint: str = ""
-    truth: Mapping[str, AppProfile] | None = None
-    """The profiles the simulator runs on (``profiles`` refined by the live costs):
-    named sets tune their requests at these, so "tuned" means tuned at the truth."""
 
 
 @dataclass
@@ -58,15 +55,17 @@ class Outcome:
     interrupted: bool = False
 
 
-def workload_for(cell: Cell, ctx: CellContext, cluster: ClusterSpec) -> tuple[Workload, float]:
-    """The cell's workload and its load (arrival rate relative to philly-small)."""
+def workload_for(cell: Cell, ctx: CellContext, world: World) -> tuple[Workload, float]:
+    """The cell's workload and its load (arrival rate relative to philly-small):
+    a named set is generated for the cell's seed, its requests tuned at the
+    world's truth (the profiles refined by the live costs), so "tuned" means
+    tuned at what the jobs will run at."""
     from coadapt.workloads.sets import SETS, make_workload
 
     if cell.workload in ctx.workloads:
         wl = ctx.workloads[cell.workload]
         return wl, arrival_load(wl)
-    truth = ctx.truth if ctx.truth is not None else ctx.profiles
-    return make_workload(cell.workload, cell.seed, truth, cluster), SETS[cell.workload].load
+    return make_workload(cell.workload, cell.seed, world), SETS[cell.workload].load
 
 
 def arrival_load(workload: Workload) -> float:
@@ -82,20 +81,16 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
 
     from coadapt.eventlog import read_events
     from coadapt.metrics.breakdown import breakdown
-    from coadapt.runs.options import network
     from coadapt.runs.options import settings as run_settings
+    from coadapt.runs.options import world_of
     from coadapt.runs.simulate import simulate_policy
-    from coadapt.world.limits import declared_limits
 
-    opts = dict(ctx.options)
-    args = argparse.Namespace(**opts, bandwidth=cell.bandwidth, seed=cell.seed)
-    cluster = ClusterSpec.parse(opts["cluster"], network(args))
-    workload, load = workload_for(cell, ctx, cluster)
-    limits = declared_limits({j.application for j in workload.jobs}, ctx.profiles)
-    settings = run_settings(args, workload, ctx.profiles, limits, ctx.costs, show_progress=False)
+    args = argparse.Namespace(**ctx.options, bandwidth=cell.bandwidth, seed=cell.seed)
+    world = world_of(args, ctx.profiles, ctx.costs)  # the cell's one world
+    workload, load = workload_for(cell, ctx, world)
+    settings = run_settings(args, world, workload, show_progress=False)
     with tempfile.TemporaryDirectory(prefix="coadapt-cell-") as tmp:
-        summary = simulate_policy(workload, ctx.profiles, cell.policy, settings, Path(tmp),
-                                  costs=ctx.costs)
+        summary = simulate_policy(world, workload, cell.policy, settings, Path(tmp))
         raw = (Path(tmp) / "events.jsonl").read_bytes()
         extra = breakdown(list(read_events(Path(tmp) / "events.jsonl")))
     row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
@@ -181,7 +176,7 @@ def run_grid(cells: Sequence[Cell], ctx: CellContext, out: Path, jobs: int = 1,
             from coadapt.experiment.ray_pool import RayPool
             with RayPool(ray_address, jobs) as ray_pool:
                 signal.signal(signal.SIGTERM, _on_sigterm)  # ray.init installs its own
-                _collect(ray_pool.results(cells, ctx), out, outcome, on_done)
+                _collect(ray_pool.results(cells, ctx, _safe_run), out, outcome, on_done)
         elif jobs <= 1 or len(cells) <= 1:
             _collect((_safe_run(ctx, c) for c in cells), out, outcome, on_done)
         else:

@@ -101,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         job = get_job_type(args.type)
         cfg = RunConfig(
             job_type=job.name, workers=args.workers,
-            batch_size=args.batch if args.batch is not None else job.init_batch_size,
+            batch_size=args.batch if args.batch is not None else job.limits.init_batch_size,
             ckpt_dir=args.ckpt, resume=args.resume, events=args.events, job_id=args.job_id,
             seed=args.seed, max_steps=args.max_steps, target=args.target,
             eval_every=args.eval_every, verify=not args.no_verify, timeout=args.timeout,
@@ -139,8 +139,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     head = ("type", "family", "M0", "local bsz", "max M", "metric", "target", "eval every",
             "samples")
     rows = [head] + [
-        (j.name, j.family, str(j.init_batch_size), f"{j.min_local_bsz}-{j.max_local_bsz}",
-         str(j.max_batch_size), j.metric, f"{'>=' if j.higher_is_better else '<='}{j.target:g}",
+        (j.name, j.family, str(j.limits.init_batch_size),
+         f"{j.limits.min_local_bsz}-{j.limits.max_local_bsz}", str(j.limits.max_batch_size),
+         j.metric, f"{'>=' if j.higher_is_better else '<='}{j.target:g}",
          f"{j.eval_every:g}", str(j.dataset_size))
         for j in JOB_TYPES.values()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

@@ -1,93 +1,48 @@
-"""A group of K worker processes running one job: launch, supervise, stop, verify.
+"""A group of K worker processes running one job: supervise, stop, end.
 
 ``Group`` is non-blocking (``poll()``), for a scheduler loop; ``run_group`` is the
 blocking form that also turns SIGTERM/SIGINT into a graceful stop. The parent
 owns the group: if a worker dies the rest are killed; if the parent dies the
 kernel kills the workers (PDEATHSIG).
 
-A running group can change its batch size in place (``Group.set_batch``): the
-request goes through ``control.json`` in the checkpoint directory and takes
-effect at the same step boundary on every rank (``coadapt.jobs.loop``). A
-control file left by an earlier launch never applies to a later one: ``start()``
-deletes it, and each request names the launch it is for.
+The parts live beside it: starting the processes (``launch``: settings, core
+pinning, rendezvous), changing a running group's batch size in place
+(``rebatch``, through ``control.json``) and checking a complete launch
+(``verification``). ``RunConfig`` and ``THREAD_ENV`` are importable from here too.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import operator
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from coadapt.eventlog import EventLog
-from coadapt.jobs.checkpoint import (
-    CKPT_FILE,
-    CONTROL_FILE,
-    JOB_FILE,
-    STATUS_FILE,
-    atomic_write_json,
-    read_json,
-    remove_stale_temps,
-    write_control,
+from coadapt.jobs.checkpoint import STATUS_FILE, read_json, remove_stale_temps
+from coadapt.jobs.launch import (
+    THREAD_ENV,
+    RunConfig,
+    check_config,
+    job_identity,
+    launch_workers,
+    record_launch,
+    rendezvous_port,
 )
-from coadapt.jobs.netns import Endpoint, free_port_in
-from coadapt.jobs.procs import can_pin, free_port, helper_preexec, worker_preexec
+from coadapt.jobs.rebatch import BatchControl
 from coadapt.jobs.registry import get_job_type
-from coadapt.jobs.spec import SPEC_ENV, WorkerSpec
-from coadapt.jobs.types import BatchPlan, ConfigError, plan_batch
+from coadapt.jobs.spec import WorkerSpec
+from coadapt.jobs.types import BatchPlan
+from coadapt.jobs.verification import Verification
+
+__all__ = ["THREAD_ENV", "Group", "GroupResult", "RunConfig", "run_group"]
 
 log = logging.getLogger(__name__)
-
-THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One launch of a job. ``target``/``eval_every`` override the job type's (tests,
-    profiling); ``timeout`` bounds this launch's wall time (then it fails);
-    ``stop_after`` is a soft bound: past it the group checkpoints and stops
-    gracefully, status ``time_limit`` (a profiler's time budget).
-
-    ``cores`` pins rank i to core ``cores[i]`` (and the verifier to all of them),
-    so co-located jobs do not migrate onto each other's slots. ``worker_timeout``
-    is the gloo timeout (rendezvous and every collective): how long a hung peer
-    goes unnoticed. ``exit_grace``: how long the others may linger after one
-    worker exited 0 before the group is failed. Live runs want both short.
-
-    ``endpoints`` runs rank i in the network namespace of an emulated node
-    (``coadapt.net``), the rendezvous at rank 0's node address; None: every
-    rank on this machine's loopback. ``network`` describes it in the start
-    event (e.g. {"network": "emulated", "bandwidth_gbps": 1})."""
-
-    job_type: str
-    workers: int
-    batch_size: int
-    ckpt_dir: str | Path
-    resume: bool = False
-    events: str | Path | None = None
-    job_id: str | None = None
-    seed: int = 0
-    max_steps: int | None = None
-    target: float | None = None
-    eval_every: float | None = None
-    verify: bool = True
-    timeout: float | None = None
-    stop_after: float | None = None
-    exit_grace: float = 60.0
-    cores: tuple[int, ...] | None = None
-    worker_timeout: float = 300.0
-    verify_timeout: float = 300.0
-    endpoints: tuple[Endpoint, ...] | None = None
-    network: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -107,28 +62,6 @@ class GroupResult:
     message: str = ""
 
 
-def _check_cores(cores: tuple[int, ...] | None, workers: int) -> tuple[int, ...] | None:
-    """The validated core list: one usable core per worker (a bad core would
-    otherwise surface as an opaque preexec_fn failure in ``start()``)."""
-    if cores is None:
-        return None
-    try:
-        cores = tuple(operator.index(c) for c in cores)
-    except TypeError:
-        raise ConfigError("cores", f"must be integers (got {cores!r})") from None
-    if len(cores) != workers:
-        raise ConfigError("cores", f"needs one core per worker: {len(cores)} cores "
-                          f"{list(cores)} for {workers} workers")
-    if not can_pin():
-        raise ConfigError("cores", "this platform cannot pin processes to cores")
-    usable = os.sched_getaffinity(0)
-    bad = sorted(set(cores) - usable)
-    if bad:
-        raise ConfigError("cores", f"{bad} not among this process's usable cores "
-                          f"{sorted(usable)}")
-    return cores
-
-
 class Group:
     """One launch of a job's worker group.
 
@@ -142,27 +75,11 @@ class Group:
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.job = get_job_type(cfg.job_type)
-        self.plan = plan_batch(self.job, cfg.workers, cfg.batch_size)
-        if cfg.max_steps is not None and cfg.max_steps < 1:
-            raise ConfigError("max-steps", f"must be at least 1 (got {cfg.max_steps})")
-        self._cores = _check_cores(cfg.cores, cfg.workers)
-        if cfg.endpoints is not None and len(cfg.endpoints) != cfg.workers:
-            raise ConfigError("endpoints", f"needs one per worker: {len(cfg.endpoints)} for "
-                              f"{cfg.workers} workers")
-        if not cfg.worker_timeout > 0:
-            raise ConfigError("worker-timeout", f"must be positive (got {cfg.worker_timeout})")
-        if not cfg.exit_grace >= 0:
-            raise ConfigError("exit-grace", f"must be at least 0 (got {cfg.exit_grace})")
+        self.control = BatchControl(self.job, cfg.workers, cfg.ckpt_dir, cfg.batch_size)
+        self._cores = check_config(cfg)
         self.dir = Path(cfg.ckpt_dir)
-        meta = read_json(self.dir / JOB_FILE) if self.dir.exists() else None
-        if not cfg.resume and (self.dir / CKPT_FILE).exists():
-            raise ConfigError("ckpt", f"{self.dir} already holds a checkpoint; pass --resume "
-                              "to continue that job or choose an empty directory")
-        if meta is not None and meta["job_type"] != cfg.job_type:
-            raise ConfigError("type", f"{self.dir} belongs to job type {meta['job_type']!r}, "
-                              f"not {cfg.job_type!r}")
-        self.meta = meta
-        self.job_id: str = cfg.job_id or (meta or {}).get("job_id") or cfg.job_type
+        self.meta = job_identity(cfg)  # job.json: None until the first start()
+        self.job_id: str = cfg.job_id or (self.meta or {}).get("job_id") or cfg.job_type
         self.events: EventLog | None = None
         self.started = time.monotonic()
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -170,13 +87,10 @@ class Group:
         self._stop_requested = False
         self._stop_sent = False
         self._time_limited = False
-        self._verify: subprocess.Popen[bytes] | None = None
-        self._verify_started = 0.0
+        self._verify: Verification | None = None
         self._status: dict[str, Any] | None = None
         self._result: GroupResult | None = None
         self._exited_ok_at: float | None = None
-        self._batch = cfg.batch_size
-        self._control_seq = 0
         self.wake = threading.Event()
 
     # ------------------------------------------------------------------ launch
@@ -185,19 +99,11 @@ class Group:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         remove_stale_temps(self.dir)
         (self.dir / STATUS_FILE).unlink(missing_ok=True)
-        # A batch request of an earlier launch is stale: this launch runs cfg.batch_size.
-        (self.dir / CONTROL_FILE).unlink(missing_ok=True)
+        self.control.clear()  # this launch runs cfg.batch_size
         if self.job.prepare is not None:
             self.job.prepare()
         now = time.time()
-        if self.meta is None:
-            self.meta = {"job_type": cfg.job_type, "job_id": cfg.job_id or cfg.job_type,
-                         "seed": cfg.seed, "first_start_wall": now, "launches": 0}
-        elif cfg.seed != self.meta["seed"]:
-            log.warning("resuming with the job's original seed %s (not %s): the data order "
-                        "depends on it", self.meta["seed"], cfg.seed)
-        self.meta["launches"] += 1
-        atomic_write_json(self.dir / JOB_FILE, self.meta)
+        self.meta = record_launch(cfg, self.meta, now)
         self.job_id = cfg.job_id or self.meta["job_id"]
         self.events = EventLog(cfg.events, fsync=True) if cfg.events else None
         spec = WorkerSpec(
@@ -208,25 +114,10 @@ class Group:
             target=cfg.target, eval_every=cfg.eval_every, timeout_s=cfg.worker_timeout,
             launch=self.meta["launches"])
         ends = cfg.endpoints
-        port = free_port_in(ends[0].ns_path) if ends else free_port()
+        port = rendezvous_port(cfg)
         self.started = time.monotonic()
         try:
-            for rank in range(cfg.workers):
-                env = {**os.environ, **THREAD_ENV, SPEC_ENV: spec.to_json(),
-                       "MASTER_ADDR": ends[0].address if ends else "127.0.0.1",
-                       "MASTER_PORT": str(port),
-                       "WORLD_SIZE": str(cfg.workers), "RANK": str(rank),
-                       "LOCAL_RANK": str(rank),
-                       "GLOO_SOCKET_IFNAME": ends[rank].iface if ends else "lo",
-                       "PYTHONUNBUFFERED": "1"}
-                fh = open(self.dir / "logs" / f"worker-{rank}.log", "ab")  # noqa: SIM115
-                self._logs.append(fh)
-                core = self._cores[rank] if self._cores is not None else None
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "coadapt.jobs.worker"], env=env,
-                    stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                    preexec_fn=worker_preexec(core, ends[rank].ns_path if ends else None),
-                    start_new_session=True))
+            launch_workers(cfg, spec, self._cores, port, self.dir / "logs", self.procs, self._logs)
         except BaseException:
             # Never leave the ranks already started waiting for a rendezvous.
             self.kill()
@@ -265,7 +156,12 @@ class Group:
         """The batch size last requested of this launch (``cfg.batch_size`` until
         ``set_batch``), as asked: ``plan`` holds how it is split and actually run.
         The workers switch at their next step boundary, not at this call."""
-        return self._batch
+        return self.control.batch
+
+    @property
+    def plan(self) -> BatchPlan:
+        """How ``batch_size`` is split over the workers and actually run."""
+        return self.control.plan
 
     def _emit(self, kind: str, **fields: Any) -> None:
         if self.events is not None:
@@ -294,21 +190,14 @@ class Group:
         """
         if not self.procs:
             raise RuntimeError(f"job {self.job_id}: set_batch before start()")
-        try:
-            batch = operator.index(batch_size)
-        except TypeError:
-            raise ConfigError("batch", f"must be an integer (got {batch_size!r})") from None
-        plan = plan_batch(self.job, self.cfg.workers, batch)
+        batch, plan = self.control.check(batch_size)
         if self._result is not None or self._verify is not None:
             log.info("job %s: batch %d not requested, the workers are done", self.job_id, batch)
             return plan
         assert self.meta is not None
-        self._control_seq += 1
-        write_control(self.dir, batch_size=batch, seq=self._control_seq,
-                      launch=self.meta["launches"])
-        self._batch, self.plan = batch, plan
+        seq = self.control.send(batch, plan, launch=self.meta["launches"])
         log.info("job %s: batch %d requested (local %d x %d micro-steps), seq %d", self.job_id,
-                 batch, plan.local_bsz, plan.accum_steps + 1, self._control_seq)
+                 batch, plan.local_bsz, plan.accum_steps + 1, seq)
         return plan
 
     def kill(self, timeout: float = 5.0) -> None:
@@ -319,7 +208,7 @@ class Group:
         Popen's internal lock if the handler interrupted this thread inside
         ``poll()``); a process not reaped by then is reaped by a later poll.
         """
-        procs = [*self.procs, *([self._verify] if self._verify is not None else [])]
+        procs = [*self.procs, *([self._verify.proc] if self._verify is not None else [])]
         for p in procs:
             if p.returncode is None:
                 p.kill()  # Popen checks for an already-reaped pid first
@@ -370,30 +259,20 @@ class Group:
         if self._status["status"] == "complete" and self.cfg.verify:
             err = open(self.dir / "logs" / "verify.log", "ab")  # noqa: SIM115
             self._logs.append(err)
-            self._verify = subprocess.Popen(
-                [sys.executable, "-m", "coadapt.jobs.verify", str(self.dir), "--json"],
-                env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE, stderr=err,
-                stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(self._cores),
-                start_new_session=True)  # a terminal's Ctrl-C is the parent's to handle
-            self._verify_started = time.monotonic()
+            self._verify = Verification(self.dir, self._cores, err)
             return None
         return self._finish(verified=None, metric=self._status["metric"])
 
     def _poll_verify(self) -> GroupResult | None:
         assert self._verify is not None
-        if self._verify.poll() is None:
-            if time.monotonic() - self._verify_started > self.cfg.verify_timeout:
+        if self._verify.running():
+            if self._verify.overdue(self.cfg.verify_timeout):
                 self.kill()
                 return self._fail(f"verification still running after "
                                   f"{self.cfg.verify_timeout:.0f} s (logs/verify.log)")
             return None
-        out = self._verify.communicate()[0].decode().strip().splitlines()
-        try:
-            res = json.loads(out[-1])
-            return self._finish(verified=bool(res["reached"]), metric=float(res["metric"]))
-        except (IndexError, ValueError, KeyError):
-            return self._finish(verified=False, metric=None,
-                                message=f"verify exited {self._verify.returncode}")
+        verified, metric, message = self._verify.outcome()
+        return self._finish(verified=verified, metric=metric, message=message)
 
     def _finish(self, verified: bool | None, metric: float | None,
                 message: str = "") -> GroupResult:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from coadapt.jobs.group import THREAD_ENV
+from coadapt.jobs.launch import THREAD_ENV
 
 
 def warm_caches() -> None:

@@ -1,12 +1,12 @@
 """Entry point of one worker process (``python -m coadapt.jobs.worker``).
 
-Started by ``coadapt.jobs.group`` with the rendezvous in the standard env vars
-(MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK) and its spec as JSON in
-COADAPT_WORKER_SPEC. SIGTERM only sets a flag: the flag is OR-ed over ranks in
-the per-step statistics all-reduce, so every rank stops after the same step,
-rank 0 checkpoints and all exit 0. A batch-size request (``control.json``, read by
-rank 0) travels in the same all-reduce, so every rank re-plans its batch after
-the same step (``coadapt.jobs.loop``).
+Started by ``coadapt.jobs.launch`` (for a ``coadapt.jobs.group``) with the
+rendezvous in the standard env vars (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK)
+and its spec as JSON in COADAPT_WORKER_SPEC. SIGTERM only sets a flag: the flag
+is OR-ed over ranks in the per-step statistics all-reduce, so every rank stops
+after the same step, rank 0 checkpoints and all exit 0. A batch-size request
+(``control.json``, read by rank 0) travels in the same all-reduce, so every rank
+re-plans its batch after the same step (``coadapt.jobs.loop``).
 """
 
 from __future__ import annotations

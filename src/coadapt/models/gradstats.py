@@ -3,7 +3,7 @@
 Pure float math (no torch) so that the worker, the profiler and the simulator
 share one definition and it can be unit-tested against hand-computed values.
 
-Notation (DESIGN.md): K micro-batches per optimizer step (replicas x
+Notation (docs/architecture.md, "The model"): K micro-batches per optimizer step (replicas x
 accumulation steps), L = mean of the micro-batches' local squared gradient
 norms, T = squared norm of the averaged gradient, S = M / M0.
 """

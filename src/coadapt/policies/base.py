@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 
 from coadapt.models.batching import JobLimits
 from coadapt.models.goodput import GoodputModel
+from coadapt.world.cluster import Node, NodeSlots
 
 
 @dataclass(frozen=True)
@@ -51,16 +52,16 @@ class JobView:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NodeSlots):
+    """What a policy sees in one round; ``nodes`` are the cluster's, typed (slots
+    and kind), in the order of every allocation (``slots_per_node``,
+    ``total_slots`` and ``max_slots_per_node`` derive from them)."""
+
     time: float
-    slots_per_node: tuple[int, ...]
+    nodes: tuple[Node, ...]
     jobs: tuple[JobView, ...]  # active jobs in submission order
     restart_delay: float
     interval: float
-
-    @property
-    def total_slots(self) -> int:
-        return sum(self.slots_per_node)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Pollux uses. No statistical efficiency, no batch adaptation, no oracle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -21,18 +21,19 @@ from coadapt.policies.estimates import (
     growth_cap,
     start_slots,
 )
-from coadapt.policies.placement import pack
+from coadapt.policies.placement import Pack, Placer
 
 
 @register
 @dataclass
 class Dynamic:
     config: PolicyConfig
+    placer: Placer = field(default_factory=Pack)
     name: ClassVar[str] = "dynamic"
     uses_oracle: ClassVar[bool] = False
 
     def decide(self, snap: Snapshot) -> Decision:
-        per_node = max(snap.slots_per_node)
+        per_node = snap.max_slots_per_node
         values = []
         for job in snap.jobs:
             start = start_slots(job, per_node, self.config.start_node)
@@ -43,6 +44,6 @@ class Dynamic:
             values.append(np.concatenate([[0.0], x / x[0]]))
         counts = greedy_marginal(values, snap.total_slots, lookahead=True)
         want = {j.name: c for j, c in zip(snap.jobs, counts, strict=True) if c > 0}
-        placed = pack(want, snap.slots_per_node, {j.name: j.allocation for j in snap.jobs})
+        placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in snap.jobs})
         return {j.name: Assignment(placed[j.name], j.requested_batch)
                 for j in snap.jobs if j.name in placed}

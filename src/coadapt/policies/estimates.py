@@ -20,11 +20,6 @@ def packed_nodes(replicas: np.ndarray, per_node: int) -> np.ndarray:
     return np.maximum(np.ceil(np.asarray(replicas) / per_node), 1)
 
 
-def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
-    full, rest = divmod(replicas, per_node)
-    return (per_node,) * full + ((rest,) if rest else ())
-
-
 def growth_cap(job: JobView, total_slots: int, start: int = 1) -> int:
     """Most slots worth giving: ``start`` to a job that has never run, then at
     most twice what it has run at (its throughput beyond that is an

@@ -9,17 +9,18 @@ ones but never preempts a running job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from coadapt.policies.base import Assignment, Decision, PolicyConfig, Snapshot, register
-from coadapt.policies.placement import pack
+from coadapt.policies.placement import Pack, Placer
 
 
 @register
 @dataclass
 class Fixed:
     config: PolicyConfig
+    placer: Placer = field(default_factory=Pack)
     name: ClassVar[str] = "fixed"
     uses_oracle: ClassVar[bool] = False
 
@@ -27,7 +28,7 @@ class Fixed:
         total = snap.total_slots
         current = {j.name: j.allocation for j in snap.jobs if j.replicas}
         counts: dict[str, int] = {j.name: j.replicas for j in snap.jobs if j.replicas}
-        placed = pack(counts, snap.slots_per_node, current)
+        placed = self.placer.place(counts, snap.nodes, current)
         # Heavier jobs first, FIFO among equals (a stable sort keeps submission order).
         for job in sorted(snap.jobs, key=lambda j: -j.weight):
             if job.replicas:
@@ -35,10 +36,10 @@ class Fixed:
             # Strict FIFO: the head waiting job must *place* (not merely fit by
             # count: fragmentation and the one-multi-node-job rule can refuse
             # it), otherwise nobody behind it starts.
-            # Everyone already admitted must keep their placement too: pack may
+            # Everyone already admitted must keep their placement too: the placer may
             # otherwise place the newcomer by dropping an earlier (heavier) job.
             trial = {**counts, job.name: min(job.requested_replicas, total)}
-            trial_placed = pack(trial, snap.slots_per_node, current)
+            trial_placed = self.placer.place(trial, snap.nodes, current)
             if any(sum(trial_placed.get(n, ())) != k for n, k in trial.items()):
                 break
             counts, placed = trial, trial_placed

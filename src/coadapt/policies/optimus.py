@@ -15,8 +15,9 @@ import numpy as np
 
 from coadapt.models.batching import split_batch
 from coadapt.policies.base import Assignment, Decision, JobView, PolicyConfig, Snapshot, register
-from coadapt.policies.estimates import greedy_marginal, packed_placement
-from coadapt.policies.placement import spread_most_free
+from coadapt.policies.estimates import greedy_marginal
+from coadapt.policies.placement import Placer, SpreadMostFree
+from coadapt.world.cluster import packed_placement
 
 
 @register
@@ -25,6 +26,7 @@ class OptimusOracle:
     config: PolicyConfig
     name: ClassVar[str] = "optimus-oracle"
     uses_oracle: ClassVar[bool] = True
+    placer: Placer = field(default_factory=SpreadMostFree)
     _steps: dict[str, np.ndarray] = field(default_factory=dict)
 
     def _values(self, job: JobView, total: int, per_node: int) -> np.ndarray:
@@ -45,21 +47,11 @@ class OptimusOracle:
     def decide(self, snap: Snapshot) -> Decision:
         active = {j.name for j in snap.jobs}
         self._steps = {k: v for k, v in self._steps.items() if k in active}
-        per_node = max(snap.slots_per_node)
+        per_node = snap.max_slots_per_node
         values = [self._values(j, snap.total_slots, per_node) for j in snap.jobs]
         counts = greedy_marginal(values, snap.total_slots)
-        free = np.array(snap.slots_per_node, dtype=int)
-        out: Decision = {}
-        order = sorted(range(len(counts)), key=lambda i: counts[i])
-        for i in order:  # keep the placement of jobs whose count is unchanged
-            job = snap.jobs[i]
-            if counts[i] and job.replicas == counts[i]:
-                free -= np.array(job.allocation)
-                out[job.name] = Assignment(job.allocation, job.requested_batch)
-        for i in order:
-            job = snap.jobs[i]
-            if counts[i] and job.name not in out:
-                alloc = spread_most_free(counts[i], free)
-                assert alloc is not None
-                out[job.name] = Assignment(alloc, job.requested_batch)
-        return out
+        order = sorted(range(len(counts)), key=lambda i: counts[i])  # smallest placed first
+        want = {snap.jobs[i].name: counts[i] for i in order if counts[i]}
+        placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in snap.jobs})
+        batch = {j.name: j.requested_batch for j in snap.jobs}
+        return {name: Assignment(alloc, batch[name]) for name, alloc in placed.items()}

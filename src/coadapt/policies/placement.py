@@ -1,15 +1,67 @@
-"""Placing slot counts on nodes.
+"""Placing slot counts on nodes: one replaceable step after a policy's choice.
 
-Two strategies, both used by several policies: ``spread_most_free`` is the
-gang placement of Tiresias/Optimus (take the node with the most free slots
-first); ``pack`` is Pollux's: keep unchanged jobs where they are, put a job on
-one node when it fits (best fit), and let at most one multi-node job use any
-node (interference avoidance).
+A policy decides how many slots each job gets; a ``Placer`` decides on which
+nodes (scheduling separated from placement, as in Blox). Each policy names its
+default placer as its ``placer`` attribute, so a user can swap it. Two
+strategies, both used by several policies: ``SpreadMostFree`` is the gang
+placement of Tiresias/Optimus (take the node with the most free slots first);
+``Pack`` is Pollux's: keep unchanged jobs where they are, put a job on one node
+when it fits (best fit), and let at most one multi-node job use any node
+(interference avoidance).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
+
+from coadapt.world.cluster import Node
+
+Placement = dict[str, tuple[int, ...]]
+
+
+class Placer(Protocol):
+    def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
+              current: Mapping[str, tuple[int, ...]]) -> Placement:
+        """Slots per node for the jobs in ``counts`` (job -> slots wanted), given
+        each job's ``current`` allocation; a job may get fewer slots than it
+        wants, or be left out, when they cannot be placed."""
+        ...
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Pollux's placement (``pack``)."""
+
+    def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
+              current: Mapping[str, tuple[int, ...]]) -> Placement:
+        return pack(counts, tuple(n.slots for n in nodes), current)
+
+
+@dataclass(frozen=True)
+class SpreadMostFree:
+    """Gang placement: jobs whose count is unchanged keep their nodes, then the
+    others, in the order of ``counts``, take slots from the nodes with the most
+    free slots (``spread_most_free``); a job that does not fit is left out."""
+
+    def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
+              current: Mapping[str, tuple[int, ...]]) -> Placement:
+        free = np.array([n.slots for n in nodes], dtype=int)
+        out: Placement = {}
+        for name, want in counts.items():
+            cur = current.get(name)
+            if want > 0 and cur is not None and sum(cur) == want:
+                free -= np.array(cur)
+                out[name] = cur
+        for name, want in counts.items():
+            if want > 0 and name not in out:
+                alloc = spread_most_free(want, free)
+                if alloc is not None:
+                    out[name] = alloc
+        return out
 
 
 def spread_most_free(count: int, free: np.ndarray) -> tuple[int, ...] | None:
@@ -28,15 +80,15 @@ def spread_most_free(count: int, free: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(x) for x in alloc)
 
 
-def pack(counts: dict[str, int], slots_per_node: tuple[int, ...],
-         current: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
+         current: Mapping[str, tuple[int, ...]]) -> Placement:
     """Place ``counts`` (job -> slots). Jobs whose count is unchanged keep
     their current nodes. A job may receive fewer slots than asked when the
     free slots are fragmented or the one-multi-node-job-per-node rule binds."""
     free = np.array(slots_per_node, dtype=int)
     capacity = free.copy()
     multi = np.zeros(len(free), dtype=bool)  # node already hosts a multi-node job
-    out: dict[str, tuple[int, ...]] = {}
+    out: Placement = {}
     for name, want in counts.items():
         cur = current.get(name)
         if want > 0 and cur is not None and sum(cur) == want and len(cur) == len(free):

@@ -70,7 +70,7 @@ from coadapt.policies.estimates import (
     packed_nodes,
     start_slots,
 )
-from coadapt.policies.placement import pack
+from coadapt.policies.placement import Pack, Placer
 from coadapt.policies.solve import min_sum_allocation
 
 _EPS = 1e-3  # keeps the power mean finite for jobs with no slots
@@ -96,6 +96,7 @@ class Pollux:
     p: float | None = None  # the power-mean exponent of a variant (None: config.p)
     fairness: float = 0.0  # weight each job by rho_hat ** fairness (pollux-fair: 1)
     name: str = "pollux"
+    placer: Placer = field(default_factory=Pack)
     uses_oracle: ClassVar[bool] = False
     _tables: dict[str, tuple[GoodputModel, np.ndarray]] = field(default_factory=dict)
 
@@ -155,7 +156,7 @@ class Pollux:
         jobs = snap.jobs
         if not jobs:
             return {}
-        total, per_node = snap.total_slots, max(snap.slots_per_node)
+        total, per_node = snap.total_slots, snap.max_slots_per_node
         fair = max(1, math.ceil(total / len(jobs)))
         delay = self.config.restart_delay
         p = self.config.p if self.p is None else self.p
@@ -176,7 +177,7 @@ class Pollux:
             costs.append(cost)
         counts = min_sum_allocation(costs, total)
         want = {j.name: c for j, c in zip(jobs, counts, strict=True) if c > 0}
-        placed = pack(want, snap.slots_per_node, {j.name: j.allocation for j in jobs})
+        placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in jobs})
         out: Decision = {}
         for job in jobs:
             alloc = placed.get(job.name)

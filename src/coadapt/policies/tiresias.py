@@ -14,10 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
 from coadapt.policies.base import Assignment, Decision, PolicyConfig, Snapshot, register
-from coadapt.policies.placement import spread_most_free
+from coadapt.policies.placement import Placer, SpreadMostFree
 
 
 @register
@@ -26,6 +24,7 @@ class Tiresias:
     config: PolicyConfig
     name: ClassVar[str] = "tiresias"
     uses_oracle: ClassVar[bool] = False
+    placer: Placer = field(default_factory=SpreadMostFree)
     _q0: list[str] = field(default_factory=list)
     _q1: list[str] = field(default_factory=list)
     _running: set[str] = field(default_factory=set)
@@ -35,6 +34,7 @@ class Tiresias:
     def decide(self, snap: Snapshot) -> Decision:
         now = snap.time
         jobs = {j.name: j for j in snap.jobs}
+        need = {j.name: min(j.requested_replicas, snap.total_slots) for j in snap.jobs}
         self._q0 = [k for k in self._q0 if k in jobs]
         self._q1 = [k for k in self._q1 if k in jobs]
         self._running &= jobs.keys()
@@ -43,11 +43,11 @@ class Tiresias:
                 self._executed[name] = 0.0
                 self._last_check[name] = now
                 self._q0.append(name)
-        for name, job in jobs.items():
+        for name in jobs:
             if name in self._running:
                 self._executed[name] += now - self._last_check[name]
-                need = min(job.requested_replicas, snap.total_slots)
-                if name in self._q0 and self._executed[name] * need >= self.config.tiresias_threshold:
+                if name in self._q0 and \
+                        self._executed[name] * need[name] >= self.config.tiresias_threshold:
                     self._q0.remove(name)
                     self._q1.append(name)
             self._last_check[name] = now
@@ -57,21 +57,12 @@ class Tiresias:
             return sorted(queue, key=lambda k: -jobs[k].weight)
 
         for name in by_weight(self._q0) + by_weight(self._q1):
-            need = min(jobs[name].requested_replicas, snap.total_slots)
-            if need <= budget:
+            if need[name] <= budget:
                 running.append(name)
-                budget -= need
+                budget -= need[name]
         self._running = set(running)
-        free = np.array(snap.slots_per_node, dtype=int)
-        decision: Decision = {}
-        for name in running:  # keep placements of jobs that stay
-            alloc = jobs[name].allocation
-            if sum(alloc) == min(jobs[name].requested_replicas, snap.total_slots):
-                free -= np.array(alloc)
-                decision[name] = Assignment(alloc, jobs[name].requested_batch)
-        for name in running:
-            if name not in decision:
-                alloc = spread_most_free(min(jobs[name].requested_replicas, snap.total_slots), free)
-                assert alloc is not None
-                decision[name] = Assignment(alloc, jobs[name].requested_batch)
-        return decision
+        # jobs that stay keep their placement; a gang that did not get all its slots waits
+        placed = self.placer.place({k: need[k] for k in running}, snap.nodes,
+                                   {k: jobs[k].allocation for k in running})
+        return {k: Assignment(alloc, jobs[k].requested_batch)
+                for k, alloc in placed.items() if sum(alloc) == need[k]}

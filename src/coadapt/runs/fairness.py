@@ -34,20 +34,14 @@ rho = 1; a policy that explores (starts small, grows) scores above 1 alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from coadapt.eventlog import EventLog
-from coadapt.models.batching import JobLimits, split_batch, step_with_accum
-from coadapt.policies.estimates import packed_placement
 from coadapt.runs.settings import RunSettings
-from coadapt.world.cluster import ClusterSpec
-from coadapt.world.costs import LiveCosts
-from coadapt.world.profiles.profile import AppProfile
-from coadapt.world.truth import ClusterTruth, efficiency_correction, true_gain
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
 
 MAX_ROUNDS = 100  # fixed-point iterations; it settles in a handful
 BATCH_GRID = 24  # candidate batch sizes per job type, log-spaced over its limits
@@ -69,58 +63,20 @@ class Best:
 
 @dataclass
 class Yardstick:
-    """T_iso for the jobs of one workload on one cluster (see the module docstring)."""
+    """T_iso for the jobs of one workload in one world (see the module docstring)."""
 
-    profiles: Mapping[str, AppProfile]
-    limits: Mapping[str, JobLimits]
-    cluster: ClusterSpec
+    world: World
     interval: float
     restart_delay: float
-    costs: LiveCosts | None = None
-    efficiency_truth: str = "curves"
 
     def __post_init__(self) -> None:
         self._best: dict[tuple[str, int], Best] = {}
-        self._truths: dict[str, ClusterTruth] = {}
-
-    # ------------------------------------------------------------- one job type
-    def _truth(self, app: str) -> ClusterTruth:
-        hit = self._truths.get(app)
-        if hit is None:
-            hit = self._truths[app] = ClusterTruth.of(app, self.profiles[app],
-                                                      self.cluster.network)
-        return hit
-
-    def _train_seconds(self, app: str, k: int,
-                       batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Seconds of training to target at k packed workers, per constant batch,
-        and the batch actually run (micro-batch x k x accumulation steps)."""
-        prof, lim = self.profiles[app], self.limits[app]
-        m0 = lim.init_batch_size
-        placement = packed_placement(k, max(self.cluster.slots_per_node))
-        micro, accum = split_batch(batches, k, lim)
-        truth = self._truth(app)
-        out = np.full(len(batches), np.inf)
-        run = (micro * k * (accum + 1)).astype(int)
-        sqr, var = prof.grad_stats_grid(batches.astype(float))
-        measured = efficiency_correction(prof, self.efficiency_truth)
-        dp = np.diff(prof.epoch_progress)
-        for i in range(len(batches)):
-            if run[i] < m0 or micro[i] < lim.min_local_bsz:
-                continue
-            step, sync = truth.throughput(placement, float(micro[i]))
-            total = step_with_accum(step, sync, int(accum[i]))
-            b = float(run[i])
-            ce = prof.completion_epoch(b)
-            g = true_gain(sqr[: ce + 1, i], var[: ce + 1, i], b, m0, measured)
-            out[i] = float(np.sum(dp[: ce + 1] / g)) * total
-        return out, run
 
     def _overheads(self, app: str, k: int, epochs: int) -> float:
         """Start, validation pauses, final validation and verification at k workers."""
-        if self.costs is None:
+        c = self.world.costs
+        if c is None:
             return self.restart_delay
-        c = self.costs
         return c.launch(app, k) + epochs * c.eval(app, k) + c.finish(app)
 
     def best(self, app: str, share: int) -> Best:
@@ -129,13 +85,13 @@ class Yardstick:
         hit = self._best.get(key)
         if hit is not None:
             return hit
-        lim, prof = self.limits[app], self.profiles[app]
-        top = max(1, min(share, lim.max_replicas, self.cluster.total_slots))
+        lim, prof = self.world.limits[app], self.world.profiles[app]
+        top = max(1, min(share, lim.max_replicas, self.world.cluster.total_slots))
         grid = np.unique(np.round(np.geomspace(lim.init_batch_size, lim.max_batch_size,
                                                BATCH_GRID)).astype(int))
         best: Best | None = None
         for k in range(1, top + 1):
-            secs, run = self._train_seconds(app, k, grid)
+            secs, run = self.world.train_seconds(app, k, grid)
             for i in np.argsort(secs)[:3]:  # the overheads differ little by batch
                 if not np.isfinite(secs[i]):
                     continue
@@ -155,7 +111,7 @@ class Yardstick:
 
     def table(self, jobs: tuple[JobSpec, ...] | list[JobSpec]) -> dict[str, dict[str, float]]:
         """Per job: share, n, t_iso (seconds), and the configuration behind it."""
-        slots = self.cluster.total_slots
+        slots = self.world.cluster.total_slots
         arrive = np.array([j.submit_time for j in jobs], dtype=float)
         shares = np.full(len(jobs), slots)
         for _ in range(MAX_ROUNDS):
@@ -184,13 +140,10 @@ def _mean_overlap(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return covered / np.maximum(end - start, 1e-9)
 
 
-def yardstick_for(settings: RunSettings, profiles: Mapping[str, AppProfile],
-                  limits: Mapping[str, JobLimits], costs: LiveCosts | None) -> Yardstick:
-    """The yardstick of a run: its cluster, round, costs and efficiency truth,
-    nothing of its policy. ``profiles``: the truth the run's jobs follow (refined
-    by the calibration when there is one)."""
-    return Yardstick(profiles, limits, settings.cluster, settings.interval,
-                     settings.restart_delay, costs, settings.efficiency_truth)
+def yardstick_for(settings: RunSettings, world: World) -> Yardstick:
+    """The yardstick of a run: its world (cluster, the truth its jobs follow,
+    costs, efficiency truth) and round, nothing of its policy."""
+    return Yardstick(world, settings.interval, settings.restart_delay)
 
 
 def append_fairness(log: EventLog, now: float, workload: Workload, yardstick: Yardstick,

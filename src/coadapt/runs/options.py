@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from coadapt.models.batching import JobLimits
 from coadapt.runs.settings import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
-from coadapt.workloads.generate import estimated_jct, truths
 from coadapt.world.cluster import ClusterSpec, Network
-from coadapt.world.costs import LiveCosts, refine_profiles
+from coadapt.world.costs import LiveCosts
 from coadapt.world.profiles.network import load_network_calibration, network_for
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
 
@@ -150,39 +149,47 @@ def network(args: argparse.Namespace, bandwidth: float | None = None) -> Network
     return network_for(args.bandwidth if bandwidth is None else bandwidth, args.latency, cal)
 
 
-def tiresias_threshold(workload: Workload, profiles: Mapping[str, AppProfile],
-                       limits: Mapping[str, JobLimits], cluster: ClusterSpec) -> float:
+def cluster_of(args: argparse.Namespace) -> ClusterSpec:
+    """The run's cluster from ``--cluster`` and the network options (a preset
+    filled in); ValueError names a bad one. Checked before anything is measured."""
+    return ClusterSpec.parse(apply_preset(args).cluster, network(args))
+
+
+def world_of(args: argparse.Namespace, profiles: Mapping[str, AppProfile],
+             costs: LiveCosts | None, apps: Iterable[str] = ()) -> World:
+    """The run's world: ``--cluster`` and the network, the profiles, the machine
+    calibration and ``--efficiency-truth`` (built once per run; see ``world.world``)."""
+    return World.build(profiles, cluster_of(args), costs=costs, apps=apps,
+                       efficiency_truth=getattr(args, "efficiency_truth", None) or "curves")
+
+
+def tiresias_threshold(world: World, workload: Workload) -> float:
     """The median job's service (slot-seconds at its request, priced at the
-    simulator's truth on ``cluster``): as Tiresias tunes its thresholds to the
-    job-size distribution, 16 GPU-hours for Philly's jobs would never demote a
-    minute-long CPU job."""
-    apps = {j.application for j in workload.jobs}
-    truth = truths({a: profiles[a] for a in apps}, cluster.network)
-    per_node = max(cluster.slots_per_node)
-    return statistics.median(
-        j.num_replicas * estimated_jct(truth[j.application], limits[j.application],
-                                       j.num_replicas, j.batch_size, per_node)
-        for j in workload.jobs)
+    simulator's truth on the world's cluster): as Tiresias tunes its thresholds
+    to the job-size distribution, 16 GPU-hours for Philly's jobs would never
+    demote a minute-long CPU job."""
+    return statistics.median(j.num_replicas * world.estimated_jct(j.application, j.num_replicas,
+                                                                  j.batch_size)
+                             for j in workload.jobs)
 
 
-def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str, AppProfile],
-             limits: Mapping[str, JobLimits], costs: LiveCosts | None,
+def settings(args: argparse.Namespace, world: World, workload: Workload,
              show_progress: bool = True) -> RunSettings:
-    """RunSettings from the options (a preset filled in); ValueError names the bad one."""
+    """RunSettings from the options (a preset filled in) in ``world``; ValueError
+    names the bad one."""
     args = apply_preset(args)
-    cluster = ClusterSpec.parse(args.cluster, network(args))
     if args.interval <= 0:
         raise ValueError("--interval must be > 0 seconds")
     delay = args.restart_delay
+    costs = world.costs
     if delay is None:
         delay = costs.policy_restart_delay() if costs is not None else FALLBACK_RESTART
     if delay < 0:
         raise ValueError("--restart-delay must be >= 0 seconds")
-    if args.tiresias_threshold == "auto" and not profiles:
+    if args.tiresias_threshold == "auto" and not world.truths:
         threshold = 16 * 3600.0  # nothing to scale it by: the Pollux study's
     elif args.tiresias_threshold == "auto":  # priced at the truth the jobs will run at
-        truth = refine_profiles(profiles, costs) if costs is not None else profiles
-        threshold = tiresias_threshold(workload, truth, limits, cluster)
+        threshold = tiresias_threshold(world, workload)
     else:
         try:
             threshold = float(args.tiresias_threshold)
@@ -190,10 +197,10 @@ def settings(args: argparse.Namespace, workload: Workload, profiles: Mapping[str
             raise ValueError(f"--tiresias-threshold {args.tiresias_threshold!r}: expected "
                              "'auto' or slot-seconds") from None
     noise = check_observation_noise(getattr(args, "observation_noise", 0.0))  # older specs lack it
-    return RunSettings(cluster, float(args.interval), float(delay), args.seed, args.power,
+    return RunSettings(world.cluster, float(args.interval), float(delay), args.seed, args.power,
                        show_progress=show_progress, start_node=args.new_jobs == "node",
                        tiresias_threshold=threshold, observation_noise=noise,
-                       efficiency_truth=getattr(args, "efficiency_truth", None) or "curves",
+                       efficiency_truth=world.efficiency_truth,
                        preset=getattr(args, "preset", None))
 
 

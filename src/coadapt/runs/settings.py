@@ -13,8 +13,7 @@ from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies.base import PolicyConfig
 from coadapt.world.cluster import ClusterSpec
-
-EFFICIENCY_TRUTHS = ("curves", "formula")
+from coadapt.world.world import EFFICIENCY_TRUTHS
 
 
 @dataclass(frozen=True)

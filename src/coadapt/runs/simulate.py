@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,42 +17,47 @@ from coadapt.policies.replay import ReplayPolicy
 from coadapt.runs.fairness import append_fairness, yardstick_for
 from coadapt.runs.settings import RunSettings, write_results
 from coadapt.ui.progress import ProgressBar
-from coadapt.world.costs import LiveCosts, refine_profiles
-from coadapt.world.limits import declared_limits
-from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 KINDS = ("simulation", "prediction", "sim-measured", "replay")
 
 
-def _refuse_live_log(events_path: Path) -> None:
-    """A live log is hours of measurement; a simulation replaces only a log
-    whose header says it is not live (an unreadable one is left alone too)."""
-    if not events_path.exists():
-        return
+def live_log(events_path: Path) -> str | None:
+    """Why a simulation must not replace ``events_path``: it is a live run's
+    log (hours of measurement), or its header cannot be read (whose log it is,
+    nobody knows); None when it is absent or a simulation's. The one check,
+    for a command's OUT as for each policy's log."""
+    if not events_path.is_file():
+        return None
     try:
         with events_path.open() as f:
             first = json.loads(f.readline() or "{}")
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{events_path}: exists and its header cannot be read ({exc}); "
-                         "refusing to overwrite it: remove it or choose another --out") from None
+        return f"{events_path}: exists and its header cannot be read ({exc})"
     if not isinstance(first, dict) or first.get("mode") == "live":
-        raise ValueError(f"{events_path} holds a live run's log; refusing to overwrite it "
-                         "(choose another --out)")
+        return f"{events_path} holds a live run's log"
+    return None
 
 
-def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], policy_name: str,
+def _refuse_live_log(events_path: Path) -> None:
+    reason = live_log(events_path)
+    if reason is not None:
+        raise ValueError(f"{reason}; refusing to overwrite it: remove it or choose another --out")
+
+
+def simulate_policy(world: World, workload: Workload, policy_name: str,
                     settings: RunSettings, out_dir: Path,
-                    costs: LiveCosts | None = None,
                     replay: ReplayPolicy | None = None,
                     kind: str = "simulation") -> dict[str, Any]:
-    """Replay ``workload`` under one policy; writes events.jsonl, jobs.csv and
-    summary.json to ``out_dir`` and returns the summary. With ``costs`` jobs
-    pay the measured live costs (start, restart, validation, verification,
-    co-location) instead of one fixed restart delay. With ``replay`` the
-    recorded run's allocations and batch changes replace the policy's.
-    ``kind`` ("simulation", "prediction", "sim-measured", "replay") is recorded as run_kind
-    in the header so a comparison can say what it compares."""
+    """Replay ``workload`` in ``world`` under one policy; writes events.jsonl,
+    jobs.csv and summary.json to ``out_dir`` and returns the summary. With the
+    world's measured costs jobs pay the measured live costs (start, restart,
+    validation, verification, co-location) instead of one fixed restart delay.
+    With ``replay`` the recorded run's allocations and batch changes replace
+    the policy's. ``kind`` ("simulation", "prediction", "sim-measured",
+    "replay") is recorded as run_kind in the header so a comparison can say
+    what it compares."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}: expected one of {', '.join(KINDS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -63,9 +67,7 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
     policy: Policy = replay if replay is not None else make_policy(
         policy_name, settings.policy_config())
     apps = {j.application for j in workload.jobs}
-    limits = declared_limits(apps, profiles)
-    if costs is not None:
-        profiles = refine_profiles(profiles, costs)
+    costs = world.costs
     t0 = time.perf_counter()
     bar = ProgressBar(total=len(workload.jobs), items=len(workload.jobs),
                       label=f"{policy_name:>14}", unit="jobs", min_interval=10.0,
@@ -74,26 +76,25 @@ def simulate_policy(workload: Workload, profiles: Mapping[str, AppProfile], poli
         log.header(mode=ModeledBackend.mode, run_kind=kind, policy=policy_name,
                    workload=workload.name, workload_path=str(workload.path),
                    **settings.describe(),
-                   profiles={a: profiles[a].source for a in sorted(apps)},
+                   profiles={a: world.profiles[a].source for a in sorted(apps)},
                    live_costs=costs.meta.get("source") if costs is not None else None,
                    replay_of=replay.source if replay is not None else None)
 
         def progress(done: int, total: int, now: float) -> None:
             bar.advance(1, f"simulated t={now / 3600:.1f} h")
 
-        backend = ModeledBackend(profiles, settings.restart_delay, costs,
+        backend = ModeledBackend(world, settings.restart_delay,
                                  replay.script if replay is not None else None,
                                  observation_noise=settings.observation_noise,
-                                 seed=settings.seed,
-                                 efficiency_truth=settings.efficiency_truth)
-        engine = Engine(workload, limits, backend, policy,
+                                 seed=settings.seed)
+        engine = Engine(workload, world.limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
             if settings.fairness:  # the shared yardstick: the same for every policy
                 append_fairness(log, engine.env.now, workload,
-                                yardstick_for(settings, profiles, limits, costs))
+                                yardstick_for(settings, world))
         log.emit(engine.env.now, "end", None, wall_s=time.perf_counter() - t0)
     bar.close()
     return write_results(out_dir)

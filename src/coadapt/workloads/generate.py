@@ -4,8 +4,8 @@ Jobs arrive over a daytime window; each job's size class (by GPU-time) picks
 its job type; its requested (replicas, batch) is a "hand-tuned" configuration:
 drawn uniformly from those a practitioner would pick, i.e. whose estimated
 JCT is under 12 h and whose scaling efficiency base/(R*JCT_R) is in (0.5, 0.8).
-JCTs are priced at the simulator's truth on the cluster the workload is made
-for (``sim.truth.ClusterTruth``): a CPU profile's steps across nodes cost the
+JCTs are priced at the simulator's truth in the world the workload is made
+for (``World.estimated_jct``): a CPU profile's steps across nodes cost the
 declared network's all-reduce, so a slower network tunes to fewer nodes.
 Arrivals and classes come from the Philly trace when its path is given, or
 from a seeded parametric model (Poisson arrivals, class mix) otherwise, so a
@@ -22,11 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from coadapt.models.batching import JobLimits, split_batch, step_with_accum
-from coadapt.policies.estimates import packed_placement
-from coadapt.world.cluster import ClusterSpec, Network
+from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.profile import AppProfile
-from coadapt.world.truth import ClusterTruth
+from coadapt.world.world import World
 
 CLASSES = ("small", "medium", "large", "xlarge")
 # GPU-hour bounds of the classes in the Pollux study.
@@ -75,37 +73,21 @@ def parametric_arrivals(n: int, window_s: float, mix: dict[str, float],
     return [Arrival(float(t), str(c)) for t, c in zip(times, classes, strict=True)]
 
 
-def estimated_jct(truth: ClusterTruth, limits: JobLimits, replicas: int, batch: int,
-                  per_node: int) -> float:
-    """Seconds of training to the target at (replicas, batch) on packed nodes,
-    priced at the simulator's truth (steps to completion x true step time; no
-    restarts or waits). Across nodes of a CPU profile that is the declared
-    network's all-reduce, not the profile's own extrapolation."""
-    profile = truth.profile
-    micro, accum = split_batch(batch, replicas, limits)
-    step, sync = truth.throughput(packed_placement(replicas, per_node), int(micro))
-    step = step_with_accum(step, sync, int(accum))
-    return float(profile.iterations(batch, profile.completion_epoch(batch)) * step)
-
-
-def truths(profiles: Mapping[str, AppProfile], network: Network | None) -> dict[str, ClusterTruth]:
-    """The simulator's truth of every job type on a cluster with ``network``."""
-    return {app: ClusterTruth.of(app, p, network) for app, p in profiles.items()}
-
-
-def configurations(truth: ClusterTruth, limits: JobLimits, per_node: int, total_slots: int,
-                   lo: float = 0.5, hi: float = 0.8) -> list[tuple[int, int]]:
-    """(replicas, batch) a practitioner would pick: best validated batch per R,
-    kept when JCT < 12 h and scaling efficiency is in (lo, hi)."""
+def configurations(world: World, app: str, lo: float = 0.5,
+                   hi: float = 0.8) -> list[tuple[int, int]]:
+    """(replicas, batch) a practitioner would pick for ``app`` in ``world``:
+    best validated batch per R, kept when JCT < 12 h and scaling efficiency
+    is in (lo, hi)."""
+    limits, total_slots = world.limits[app], world.cluster.total_slots
     out, base = [], None
     for r in REPLICAS:
         if r > total_slots or r > limits.max_useful_replicas():
             break
         best = None
-        for batch in sorted(truth.profile.validation):
+        for batch in sorted(world.profiles[app].validation):
             if batch < r * limits.min_local_bsz:
                 continue
-            jct = estimated_jct(truth, limits, r, batch, per_node)
+            jct = world.estimated_jct(app, r, batch)
             if best is None or jct < best[0]:
                 best = (jct, batch)
         if best is None:
@@ -149,31 +131,28 @@ def user_choice(profile: AppProfile, limits: JobLimits, total_slots: int,
     return r, options[r][int(rng.integers(len(options[r])))]
 
 
-def generate(arrivals: list[Arrival], n: int, profiles: Mapping[str, AppProfile],
-             limits: Mapping[str, JobLimits], classes: Mapping[str, tuple[str, ...]],
-             cluster: ClusterSpec, rng: np.random.Generator, tuned: bool = True,
-             user_max_workers: int = 8,
+def generate(arrivals: list[Arrival], n: int, world: World,
+             classes: Mapping[str, tuple[str, ...]], rng: np.random.Generator,
+             tuned: bool = True, user_max_workers: int = 8,
              request_rng: np.random.Generator | None = None) -> list[Row]:
     """Sample n arrivals and give each a job type and a request: a configuration
-    tuned on ``cluster`` (its shape and its network), or with ``tuned=False``
-    one a user chose (``user_choice``). Requests are drawn from ``request_rng``
-    (default ``rng``): a separate stream keeps arrivals and job types the same
-    when another cluster tunes other requests."""
+    tuned on the world's cluster (its shape and its network), or with
+    ``tuned=False`` one a user chose (``user_choice``). Requests are drawn from
+    ``request_rng`` (default ``rng``): a separate stream keeps arrivals and job
+    types the same when another cluster tunes other requests."""
     req = rng if request_rng is None else request_rng
     pick = rng.choice(len(arrivals), size=min(n, len(arrivals)), replace=False)
     chosen = sorted((arrivals[i] for i in pick), key=lambda a: a.time)
-    per_node = max(cluster.slots_per_node)
     configs: dict[str, list[tuple[int, int]]] = {}
     rows = []
     for idx, a in enumerate(chosen):
-        app = pick_app(classes, a.size_class, profiles, rng)
+        app = pick_app(classes, a.size_class, world.profiles, rng)
         if not tuned:
-            r, b = user_choice(profiles[app], limits[app], cluster.total_slots, req,
-                               user_max_workers)
+            r, b = user_choice(world.profiles[app], world.limits[app], world.cluster.total_slots,
+                               req, user_max_workers)
         else:
             if app not in configs:
-                configs[app] = configurations(ClusterTruth.of(app, profiles[app], cluster.network),
-                                              limits[app], per_node, cluster.total_slots)
+                configs[app] = configurations(world, app)
             r, b = configs[app][int(req.integers(len(configs[app])))]
         rows.append((f"{app}-{idx}", a.time, app, r, b))
     return rows

@@ -24,10 +24,8 @@ from types import MappingProxyType
 import numpy as np
 
 from coadapt.workloads.generate import generate, parametric_arrivals
-from coadapt.world.cluster import ClusterSpec
-from coadapt.world.limits import declared_limits
-from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
 
 # philly-small, the reference every set's load is relative to.
 BASE_JOBS = 30
@@ -103,19 +101,16 @@ def get_set(name: str) -> WorkloadSet:
         raise ValueError(f"unknown workload set {name!r}; known: {', '.join(SETS)}") from None
 
 
-def make_workload(workload_set: str | WorkloadSet, seed: int,
-                  profiles: Mapping[str, AppProfile], cluster: ClusterSpec) -> Workload:
+def make_workload(workload_set: str | WorkloadSet, seed: int, world: World) -> Workload:
     """Generate the set in memory for ``seed``: parametric arrivals and job types
-    from ``default_rng(seed)``, and requests tuned on ``cluster`` (or user-chosen
-    within it) from their own stream, so the same seed on another cluster
-    differs in its requests only. The result has no path."""
+    from ``default_rng(seed)``, and requests tuned on the world's cluster (or
+    user-chosen within it) from their own stream, so the same seed on another
+    cluster differs in its requests only. The result has no path."""
     ws = get_set(workload_set) if isinstance(workload_set, str) else workload_set
     rng = np.random.default_rng(seed)  # arrivals and job types
     requests = np.random.default_rng((seed, REQUEST_STREAM))
     arrivals = parametric_arrivals(ws.jobs, ws.window_s, dict(ws.mix), rng)
-    apps = {a for types in ws.classes.values() for a in types if a in profiles}
-    rows = generate(arrivals, ws.jobs, profiles, declared_limits(apps, profiles), ws.classes,
-                    cluster, rng, tuned=not ws.user_chosen,
+    rows = generate(arrivals, ws.jobs, world, ws.classes, rng, tuned=not ws.user_chosen,
                     user_max_workers=ws.max_user_workers, request_rng=requests)
     weights = np.ones(len(rows))
     if ws.priority_share > 0:

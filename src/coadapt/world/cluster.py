@@ -1,9 +1,17 @@
-"""Cluster shape (nodes x slots per node) and the network between its nodes."""
+"""The cluster: its nodes (each with its slots and a kind) and the network between them.
+
+Node identity is kept end to end (an allocation is a slot count per node, in
+node order), so a later kind of node can change how a job runs on it. Today
+every node is of one kind, ``default``; kinds are parsed, printed and carried,
+nothing more.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import groupby
 
 
 @dataclass(frozen=True)
@@ -54,39 +62,111 @@ class Network:
                 f"{self.overhead_us:.0f} us/all-reduce)")
 
 
+DEFAULT_KIND = "default"
+_KIND = r"[A-Za-z][A-Za-z0-9_.-]*"
+_GROUP = re.compile(rf"(?:(\d+)x)?(\d+)(?::({_KIND}))?")
+
+
 @dataclass(frozen=True)
-class ClusterSpec:
-    slots_per_node: tuple[int, ...]
-    network: Network = field(default_factory=Network)
+class Node:
+    """One node: its position in every allocation, its slots and its kind."""
+
+    index: int
+    slots: int
+    kind: str = DEFAULT_KIND
+
+
+def nodes_of(slots: Iterable[int], kind: str = DEFAULT_KIND, start: int = 0) -> tuple[Node, ...]:
+    """Nodes of one ``kind`` with these slot counts, indexed from ``start``."""
+    return tuple(Node(start + i, int(s), kind) for i, s in enumerate(slots))
+
+
+def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
+    """``replicas`` packed onto full nodes of ``per_node`` slots (the placement a
+    static job gets on an empty cluster), empty nodes left out."""
+    full, rest = divmod(replicas, per_node)
+    return (per_node,) * full + ((rest,) if rest else ())
+
+
+class NodeSlots:
+    """Slot arithmetic over ``nodes``, shared by the cluster and the policies' snapshot."""
+
+    nodes: tuple[Node, ...]
 
     @property
-    def total_slots(self) -> int:
-        return sum(self.slots_per_node)
+    def slots_per_node(self) -> tuple[int, ...]:
+        return tuple(n.slots for n in self.nodes)
 
     @property
     def num_nodes(self) -> int:
-        return len(self.slots_per_node)
+        return len(self.nodes)
+
+    @property
+    def total_slots(self) -> int:
+        return sum(n.slots for n in self.nodes)
+
+    @property
+    def max_slots_per_node(self) -> int:
+        """The most slots one node has: what a job packed on one node can get."""
+        return max(n.slots for n in self.nodes)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of node present, in node order."""
+        return tuple(dict.fromkeys(n.kind for n in self.nodes))
+
+
+@dataclass(frozen=True)
+class ClusterSpec(NodeSlots):
+    """The nodes and the network between them.
+
+    ``nodes`` may also be given as plain slot counts (``ClusterSpec((4, 4, 2))``),
+    which makes nodes of the default kind: the constructor of old."""
+
+    nodes: tuple[Node, ...]
+    network: Network = field(default_factory=Network)
+
+    def __post_init__(self) -> None:
+        nodes = tuple(n if isinstance(n, Node) else Node(i, int(n))
+                      for i, n in enumerate(self.nodes))
+        object.__setattr__(self, "nodes", nodes)
+        if not nodes:
+            raise ValueError("a cluster needs at least one node")
+        for i, n in enumerate(nodes):
+            if n.index != i or n.slots < 1 or not re.fullmatch(_KIND, n.kind):
+                raise ValueError(f"cluster node {i}: {n} (nodes are indexed 0.. in order, "
+                                 "have >= 1 slot and a kind that is a name)")
 
     def __str__(self) -> str:
-        per = set(self.slots_per_node)
-        if len(per) == 1:
-            return f"{self.num_nodes}x{per.pop()}"
-        return ",".join(map(str, self.slots_per_node))
+        """``8x2`` or ``4,4,2`` as ever; with a kind other than the default, groups
+        of equal consecutive nodes such as ``4x2:native,4x2:legacy``."""
+        if self.kinds == (DEFAULT_KIND,):
+            per = set(self.slots_per_node)
+            if len(per) == 1:
+                return f"{self.num_nodes}x{per.pop()}"
+            return ",".join(map(str, self.slots_per_node))
+        groups = groupby(self.nodes, key=lambda n: (n.slots, n.kind))
+        return ",".join(f"{len(list(same))}x{slots}" + ("" if kind == DEFAULT_KIND else f":{kind}")
+                        for (slots, kind), same in groups)
 
     @classmethod
     def parse(cls, text: str, network: Network | None = None) -> ClusterSpec:
-        """``16x4`` (16 nodes of 4 slots) or ``4,4,2`` (slots per node)."""
+        """``16x4`` (16 nodes of 4 slots), ``4,4,2`` (slots per node), or groups
+        of either with an optional kind each: ``4x2:native,4x2:legacy``,
+        ``2x4:fast`` (no kind: ``default``)."""
         net = network or Network()
         text = text.strip()
-        m = re.fullmatch(r"(\d+)x(\d+)", text)
-        if m:
-            nodes, per = int(m.group(1)), int(m.group(2))
-            if nodes < 1 or per < 1:
-                raise ValueError(f"--cluster {text!r}: nodes and slots must be >= 1")
-            return cls((per,) * nodes, net)
-        if re.fullmatch(r"\d+(,\d+)*", text):
-            slots = tuple(int(x) for x in text.split(","))
-            if min(slots) < 1:
-                raise ValueError(f"--cluster {text!r}: every node needs at least 1 slot")
-            return cls(slots, net)
-        raise ValueError(f"--cluster {text!r}: expected NODESxSLOTS (e.g. 16x4) or a list like 4,4,2")
+        nodes: list[Node] = []
+        for part in text.split(","):
+            m = _GROUP.fullmatch(part)
+            if m is None:
+                raise ValueError(f"--cluster {text!r}: expected NODESxSLOTS (e.g. 16x4) or a "
+                                 "list like 4,4,2, each optionally :KIND (e.g. 4x2:fast,4x2)")
+            count = int(m.group(1)) if m.group(1) is not None else 1
+            per = int(m.group(2))
+            if count < 1 or per < 1:
+                raise ValueError(f"--cluster {text!r}: nodes and slots must be >= 1"
+                                 if m.group(1) is not None else
+                                 f"--cluster {text!r}: every node needs at least 1 slot")
+            nodes += nodes_of([per] * count, m.group(3) or DEFAULT_KIND, start=len(nodes))
+        return cls(tuple(nodes), net)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from coadapt.jobs.registry import JOB_TYPES
 from coadapt.models.goodput import gain
 from coadapt.world.cluster import Network
+from coadapt.world.jobtypes import DECLARED_JOB_TYPES
 from coadapt.world.profiles.profile import AppProfile, normalize_placement
 
 if TYPE_CHECKING:
@@ -70,9 +70,9 @@ class ClusterTruth:
 
     @classmethod
     def of(cls, app: str, profile: AppProfile, network: Network | None = None) -> ClusterTruth:
-        """The truth of job type ``app``: its gradient bytes from the job registry
-        (a type outside it, e.g. an imported GPU trace, has none and gets its profile)."""
-        job = JOB_TYPES.get(app)
+        """The truth of job type ``app``: its gradient bytes as declared (``world.jobtypes``;
+        a type not declared there, e.g. an imported GPU trace, has none and gets its profile)."""
+        job = DECLARED_JOB_TYPES.get(app)
         return cls(profile, network, job.grad_bytes if job is not None else None)
 
     def kind(self, placement: tuple[int, ...]) -> str:

@@ -21,7 +21,7 @@ def _job(tmp_path: Path) -> tuple[LiveJob, LiveBackend]:
                           cores=[0, 1])
     spec = JobSpec("mlp-0", 0.0, "mlp-mnist1d", 1, 32)
     limits = declared_limits({"mlp-mnist1d"})["mlp-mnist1d"]
-    job = LiveJob(JobRecord.new(spec, limits, 0.0), backend, tmp_path / "jobs" / "mlp-0")
+    job = LiveJob(JobRecord.new(spec, limits, 0.0), backend.services, tmp_path / "jobs" / "mlp-0")
     job.dir.mkdir(parents=True)
     return job, backend
 
@@ -34,9 +34,9 @@ def _obs(step: int, **drop: object) -> dict:
 
 
 def test_a_worker_event_missing_a_field_is_skipped_not_fatal(tmp_path, caplog):
-    job, _ = _job(tmp_path)
+    job, backend = _job(tmp_path)
     job.launch = LaunchState(group=None, wall0=0.0, nodes=1, started_at=0.0)  # type: ignore[arg-type]
-    job.backend.wall0 = 0.0
+    backend.wall0 = 0.0
     lines = [_obs(1), _obs(2, progress=None), {"kind": "validation"}, _obs(3)]
     job.events_path.write_text("".join(json.dumps(e) + "\n" for e in lines))
     with caplog.at_level(logging.WARNING):

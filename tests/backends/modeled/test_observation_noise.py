@@ -15,12 +15,11 @@ from coadapt.backends.modeled.job import ReportNoise
 from coadapt.cli import main
 from coadapt.eventlog import read_events
 from coadapt.models.batching import step_with_accum
-from coadapt.runs.options import add_options, settings
+from coadapt.runs.options import add_options, settings, world_of
 from coadapt.runs.settings import RunSettings
 from coadapt.runs.simulate import simulate_policy
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.costs import LiveCosts
-from coadapt.world.limits import declared_limits
 from coadapt.world.profiles.cpu_format import load_cpu_profiles, measured_spread
 from coadapt.world.profiles.profile import Spread
 from coadapt.world.workload import load_workload
@@ -51,12 +50,11 @@ def simulate(tmp_path, cpu, wl, policy="fixed", noise=0.0, seed=0, name="run", f
     add_options(p)
     args = p.parse_args(["--cluster", "8x2", "--observation-noise", str(noise),
                          "--seed", str(seed)])
-    costs = LiveCosts.load(PROFILES / "live-costs.json")
-    limits = declared_limits({j.application for j in wl.jobs}, cpu)
-    s = settings(args, wl, cpu, limits, costs, show_progress=False)
+    world = world_of(args, cpu, LiveCosts.load(PROFILES / "live-costs.json"))
+    s = settings(args, world, wl, show_progress=False)
     if not fairness:
         s = dataclasses.replace(s, fairness=False)
-    simulate_policy(wl, cpu, policy, s, tmp_path / name, costs=costs)
+    simulate_policy(world, wl, policy, s, tmp_path / name)
     return [{k: v for k, v in e.items() if k not in WALL}
             for e in read_events(tmp_path / name / "events.jsonl")]
 
@@ -171,9 +169,8 @@ def test_a_negative_noise_is_an_error_naming_the_option(bad, cpu, workload, tmp_
     p = argparse.ArgumentParser()
     add_options(p)
     args = p.parse_args(["--observation-noise", bad])
-    limits = declared_limits({j.application for j in workload.jobs}, cpu)
     with pytest.raises(ValueError, match="--observation-noise"):
-        settings(args, workload, cpu, limits, None)
+        settings(args, world_of(args, cpu, None), workload)
     with pytest.raises(ValueError, match="--observation-noise"):
         RunSettings(ClusterSpec.parse("1x2"), observation_noise=float(bad))
     rc = main(["simulate", "--workload", str(workload.path), "--policy", "fixed",
@@ -193,5 +190,4 @@ def test_settings_without_the_option_mean_no_noise(cpu, workload):
     ns = argparse.Namespace(cluster="8x2", bandwidth=10.0, latency=50.0, interval=15.0,
                             restart_delay=3.0, new_jobs="node", tiresias_threshold="60",
                             power=-1.0, seed=0)
-    limits = declared_limits({j.application for j in workload.jobs}, cpu)
-    assert settings(ns, workload, cpu, limits, None).observation_noise == 0.0
+    assert settings(ns, world_of(ns, cpu, None), workload).observation_noise == 0.0

@@ -28,20 +28,13 @@ from coadapt.world.profiles.cpu_format import read_cpu_profile, write_cpu_profil
 @dataclass
 class Job:
     name: str = "toy"
-    init_batch_size: int = 32
-    max_batch_size: int = 1024
-    min_local_bsz: int = 8
-    max_local_bsz: int = 256
+    limits: JobLimits = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8,
+                                  max_local_bsz=256, max_replicas=64)
     target: float = 0.85
     higher_is_better: bool = True
     eval_every: int = 10
     dataset_size: int = 1000
-    max_replicas: int = 64
-
-    @property
-    def limits(self) -> JobLimits:
-        return JobLimits(self.init_batch_size, self.max_batch_size, self.min_local_bsz,
-                         self.max_local_bsz, self.max_replicas)
+    metric: str | None = None
 
 
 def _events(batch_size: int, seed: int = 0, n_steps: int = 40, every: int = 10,

@@ -12,7 +12,7 @@ from coadapt.tools.measure.timing import Cell, GridSettings, measure_grid
 def test_one_real_cell(tmp_path: Path) -> None:
     name = "mlp-mnist1d"
     job = JOB_TYPES[name]
-    cell = Cell(name, 1, int(job.min_local_bsz) * 2)
+    cell = Cell(name, 1, job.limits.min_local_bsz * 2)
     settings = GridSettings(local_sizes=1, repeats=1, steps=3, warmup=2, workers_max=1,
                             quiet_wait=0.0)
     raw = measure_grid([cell], settings, workdir=tmp_path)

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from coadapt.models.batching import JobLimits
 from coadapt.tools.measure.stats import (
     drop_warmup,
     mark_contention,
@@ -30,9 +31,8 @@ from coadapt.tools.measure.timing import (
 @dataclass
 class Job:
     name: str = "toy"
-    min_local_bsz: int = 8
-    max_local_bsz: int = 128
-    max_batch_size: int = 192
+    limits: JobLimits = JobLimits(init_batch_size=8, max_batch_size=192, min_local_bsz=8,
+                                  max_local_bsz=128, max_replicas=64)
 
 
 def _raw(step_times: dict[int, list[float]], cpu: dict[int, list[float]] | None = None,

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.cpu_format import (
     FORMAT_NAME,
     CpuProfile,
@@ -20,9 +21,10 @@ from coadapt.world.profiles.cpu_format import (
     write_cpu_profile,
 )
 
-META = JobMeta(name="toy", init_batch_size=32, max_batch_size=512, min_local_bsz=8,
-               max_local_bsz=256, max_replicas=64, target=0.9, higher_is_better=True,
-               eval_every=50, dataset_size=6400, metric="accuracy")
+META = JobMeta(name="toy", limits=JobLimits(init_batch_size=32, max_batch_size=512,
+                                           min_local_bsz=8, max_local_bsz=256, max_replicas=64),
+               target=0.9, higher_is_better=True, eval_every=50, dataset_size=6400,
+               metric="accuracy")
 
 
 def _profile() -> CpuProfile:
@@ -63,7 +65,7 @@ def test_round_trip(tmp_path: Path) -> None:
     for m, frame in _profile().validation.items():
         assert back.validation[m].equals(frame)
     app = load_cpu_profile(out)
-    assert (app.name, app.init_batch_size, app.max_replicas, app.target) == ("toy", 32, 64, 0.9)
+    assert (app.name, app.limits, app.target) == ("toy", META.limits, 0.9)
     assert app.completion_epochs is None and app.scalability is None
     assert app.completion_epoch(32) == 3  # first row at/above target 0.9
     step, sync = app.throughput((2,), 8)

@@ -10,11 +10,11 @@ from coadapt.engine.loop import Engine
 from coadapt.eventlog import EventLog
 from coadapt.policies import PolicyConfig, make_policy
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.limits import declared_limits
 from coadapt.world.profiles.cpu_format import load_cpu_profile
 from coadapt.world.profiles.efficiency import SamplesToTarget
 from coadapt.world.profiles.profile import ProfileError
 from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
 
 PROFILES = Path(__file__).resolve().parents[3] / "profiles"
 
@@ -62,11 +62,12 @@ def simulated_samples(profile, batch: int, truth: str, tmp_path) -> float:
     completion time and its (constant) throughput, on 1x2 with 2 workers."""
     app = profile.name
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, app, 2, batch),))
-    backend = ModeledBackend({app: profile}, 0.0, efficiency_truth=truth)
+    world = World.build({app: profile}, ClusterSpec.parse("1x2"), efficiency_truth=truth)
+    backend = ModeledBackend(world, 0.0)
     with EventLog(tmp_path / f"{truth}-{batch}.jsonl") as log:
-        eng = Engine(wl, declared_limits([app], {app: profile}), backend,
+        eng = Engine(wl, world.limits, backend,
                      make_policy("fixed", PolicyConfig(restart_delay=0.0)),
-                     ClusterSpec.parse("1x2"), log, interval=60.0, restart_delay=0.0)
+                     world.cluster, log, interval=60.0, restart_delay=0.0)
         job = eng.run().jobs[0]
     assert job.record.batch_size == batch and job.launch == 1  # one start, no restart
     step, sync = job.truth.throughput((2,), batch // 2)  # no accumulation at these sizes
@@ -85,7 +86,7 @@ def test_the_truth_needs_the_measured_samples_and_the_formula_does_not(app, batc
     # The shipped measurements say the formula is off by >= 10% at 16x M0 (mlp:
     # too many samples, the text models: too few), and the truth follows them.
     assert abs(formula_truth / want - 1) > 0.10
-    ratio = profile.measured_efficiency.factor(batch, profile.init_batch_size)
+    ratio = profile.measured_efficiency.factor(batch, profile.limits.init_batch_size)
     assert formula_truth / curves_truth == pytest.approx(ratio, rel=1e-6)
 
 
@@ -95,17 +96,18 @@ def test_the_policy_still_sees_the_formula(tmp_path):
     from coadapt.models.goodput import efficiency
 
     profile = load_cpu_profile(PROFILES / "transformer-text")
-    backend = ModeledBackend({profile.name: profile}, 0.0)
+    world = World.build({profile.name: profile}, ClusterSpec.parse("1x2"))
+    backend = ModeledBackend(world, 0.0)
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, profile.name, 2, 128),))
     with EventLog(tmp_path / "e.jsonl") as log:
-        eng = Engine(wl, declared_limits([profile.name], {profile.name: profile}), backend,
+        eng = Engine(wl, world.limits, backend,
                      make_policy("fixed", PolicyConfig(restart_delay=0.0)),
-                     ClusterSpec.parse("1x2"), log, interval=60.0, restart_delay=0.0)
+                     world.cluster, log, interval=60.0, restart_delay=0.0)
         job = eng.run().jobs[0]
     job.record.set_allocation((2,))  # as it ran: observe it there once more
     job.record.choose_batch(128)
     obs = job.observe(job.record.completed_at)
-    model = float(efficiency(obs["grad_sqr"], obs["grad_var"], 128 / profile.init_batch_size))
+    model = float(efficiency(obs["grad_sqr"], obs["grad_var"], 128 / profile.limits.init_batch_size))
     assert obs["efficiency"] == pytest.approx(model * 0.829, rel=0.01)
 
 
@@ -114,4 +116,4 @@ def test_profiles_without_runs_to_target_keep_the_formula():
 
     toy = make_toy()
     assert toy.samples_to_target is None and toy.measured_efficiency is None
-    assert ModeledBackend({"toy": toy}, 0.0).measured_efficiency(toy) is None
+    assert World.build({"toy": toy}, ClusterSpec.parse("1x2")).efficiency("toy") is None

@@ -110,7 +110,7 @@ def test_a_measured_network_replaces_the_loopback_term():
     profile = load_profiles(str(REPO / "profiles"))[app]
     declared = ClusterTruth.of(app, profile, Network(1.0, 50.0))
     measured = ClusterTruth.of(app, profile, Network(1.0, 50.0, source="netcal measured"))
-    m = profile.init_batch_size
+    m = profile.limits.init_batch_size
     assert declared.kind((1, 1)) == measured.kind((1, 1)) == "network"
     loop = profile.throughput((2,), m)[1]  # 2 -> 2 workers: the ring volume is the same
     _, sync_d = declared.throughput((1, 1), m)

@@ -34,8 +34,8 @@ def test_reference_profiles_load(reference_apps):
     apps = reference_apps
     assert set(apps) == {"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
     c = apps["cifar10"]
-    assert (c.init_batch_size, c.max_batch_size, c.num_epochs) == (128, 4096, 100)
-    assert apps["yolov3"].max_local_bsz == 8 and apps["ncf"].max_replicas == 1
+    assert (c.limits.init_batch_size, c.limits.max_batch_size, c.num_epochs) == (128, 4096, 100)
+    assert apps["yolov3"].limits.max_local_bsz == 8 and apps["ncf"].limits.max_replicas == 1
 
 
 def test_target_profile_extends_a_run_stopped_early():
@@ -48,8 +48,7 @@ def test_target_profile_extends_a_run_stopped_early():
     val[512] = val[512].head(3)  # stopped before the target
     val[32] = val[32].with_columns(pl.Series("metric", [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]))
     p = AppProfile(**{**{f: getattr(base, f) for f in (
-        "name", "init_batch_size", "max_batch_size", "min_local_bsz", "max_local_bsz",
-        "max_replicas", "placements", "scalability", "source")}, "validation": val,
+        "name", "limits", "placements", "scalability", "source")}, "validation": val,
         "completion_epochs": None, "target": 0.9, "higher_is_better": True})
     assert p.completion_epoch(32) == 4  # 5th validation reaches 0.9
     # 512 stopped at 0.58 after 3 rows: extrapolated along log(progress) to 0.9.

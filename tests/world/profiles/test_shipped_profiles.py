@@ -19,14 +19,15 @@ def test_shipped_profile_matches_registry_and_reaches_targets(name: str) -> None
     job = JOB_TYPES[name]
     prof = read_cpu_profile(SHIPPED / name)
     meta = prof.meta
-    assert (meta.init_batch_size, meta.max_batch_size, meta.target) == \
-        (job.init_batch_size, job.max_batch_size, job.target), "re-run make profile"
+    have, want = meta.limits, job.limits
+    assert (have.init_batch_size, have.max_batch_size, meta.target) == \
+        (want.init_batch_size, want.max_batch_size, job.target), "re-run make profile"
     assert prof.info["timing"]["quick"] is False
     by_batch = prof.info["curves"]["by_batch_size"]
     for factor in (1, 4, 16):
-        entry = by_batch[str(factor * job.init_batch_size)]
+        entry = by_batch[str(factor * job.limits.init_batch_size)]
         assert "samples_to_target" in entry, f"{name}: {factor} x M0 never reached the target"
-    samples = [by_batch[str(f * job.init_batch_size)]["samples_to_target"]["median"]
+    samples = [by_batch[str(f * job.limits.init_batch_size)]["samples_to_target"]["median"]
                for f in (1, 16)]
     assert samples[1] > 1.2 * samples[0]  # efficiency visibly falls at large batch
 

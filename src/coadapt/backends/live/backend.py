@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from coadapt.backends.live.cores import CorePool
 from coadapt.backends.live.job import LiveJob
-from coadapt.engine.backend import EngineContext
+from coadapt.backends.live.services import LiveServices, LiveSettings
+from coadapt.engine.backend import EngineContext, JobHandle
 from coadapt.engine.record import JobRecord
 from coadapt.jobs.netns import Endpoint
 from coadapt.models.batching import JobLimits
 from coadapt.ui.status import StatusTable
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.costs import LIVE_POLL_S
 from coadapt.world.workload import JobSpec
+
+__all__ = ["LiveBackend", "LiveSettings", "RunInterrupted"]  # LiveSettings: re-exported
 
 log = logging.getLogger(__name__)
 
@@ -33,25 +34,11 @@ class RunInterrupted(Exception):
     """Ctrl-C or SIGTERM stopped the run; every group has checkpointed and exited."""
 
 
-@dataclass(frozen=True)
-class LiveSettings:
-    """How live jobs are run. ``targets``/``eval_every`` override job types'
-    (tiny settings for tests); times in seconds."""
-
-    poll: float = LIVE_POLL_S  # the simulator charges half a poll per reaction (LiveCosts)
-    warmup_steps: int = 3  # per launch, as the profiler drops them
-    max_retries: int = 3
-    worker_timeout: float = 60.0
-    exit_grace: float = 20.0
-    stop_timeout: float = 60.0  # graceful stop at shutdown before a kill
-    seed: int = 0
-    targets: Mapping[str, float] = field(default_factory=dict)
-    eval_every: Mapping[str, float] = field(default_factory=dict)
-    status: bool = True
-    network: str = "loopback"  # or "emulated": a namespace per node (coadapt.net)
-
-
 class LiveBackend:
+    """The engine's ``Backend`` for live jobs. Each job gets a
+    :class:`~coadapt.backends.live.services.LiveServices` (settings, cores, clock,
+    event log, completion), never the backend itself."""
+
     mode: ClassVar[str] = "live"
 
     def __init__(self, out_dir: Path, cluster: ClusterSpec, settings: LiveSettings,
@@ -73,6 +60,10 @@ class LiveBackend:
         self.interrupting = False
         self.hard_stop = False
         self._interrupt_deadline: float | None = None
+        self.services = LiveServices(
+            settings, self.pool, self.network, wall0=lambda: self.wall0,
+            interrupting=lambda: self.interrupting, now=self.now, endpoints=self.endpoints,
+            emit=self.emit, complete=self.complete, abandon=self.abandon)
 
     def endpoints(self, cores: Sequence[int]) -> tuple[Endpoint, ...] | None:
         """Where each rank on ``cores`` runs: its core's emulated node (None: loopback)."""
@@ -90,7 +81,8 @@ class LiveBackend:
         ctx.env.process(self._poll_loop())
 
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> LiveJob:
-        job = LiveJob(JobRecord.new(spec, limits, now), self, self.out_dir / "jobs" / spec.name)
+        job = LiveJob(JobRecord.new(spec, limits, now), self.services,
+                      self.out_dir / "jobs" / spec.name)
         self.jobs.append(job)
         return job
 
@@ -122,13 +114,21 @@ class LiveBackend:
         for j in self.jobs:
             j.kill()
 
-    # ------------------------------------------------------------ clock, log
+    # ------------------------------------- clock, log, completion (LiveServices)
     def now(self) -> float:
         return time.time() - self.wall0
 
     def emit(self, t: float, kind: str, job: str | None, **fields: Any) -> None:
         assert self.ctx is not None
         self.ctx.log.emit(t, kind, job, **fields)
+
+    def complete(self, job: JobHandle, now: float, **fields: Any) -> None:
+        assert self.ctx is not None
+        self.ctx.complete(job, now, **fields)
+
+    def abandon(self, job: JobHandle, now: float, reason: str) -> None:
+        assert self.ctx is not None
+        self.ctx.abandon(job, now, reason)
 
     def round_info(self, now: float) -> dict[str, Any]:
         """How far the engine's clock lags the wall clock (logged per round)."""

@@ -17,8 +17,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from coadapt.backends.live.services import LiveServices
 from coadapt.engine.observations import key
 from coadapt.engine.record import JobRecord
 from coadapt.eventlog.tail import EventTail
@@ -27,9 +28,6 @@ from coadapt.jobs.group import Group, GroupResult, RunConfig
 from coadapt.models.batching import step_with_accum
 from coadapt.models.goodput import gain
 from coadapt.policies.base import Assignment
-
-if TYPE_CHECKING:
-    from coadapt.backends.live.backend import LiveBackend
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +47,11 @@ class LaunchState:
 
 @dataclass
 class LiveJob:
+    """One job's group and what it has reported; ``services`` is what it may ask
+    of its backend (settings, cores, clock, log, completion), not the backend."""
+
     record: JobRecord
-    backend: LiveBackend
+    services: LiveServices
     dir: Path
     state: str = "waiting"
     launch: LaunchState | None = None
@@ -153,16 +154,16 @@ class LiveJob:
                 self._read_events()
                 # The engine's realtime clock lags the wall clock by up to a
                 # poll; worker events are placed on the wall clock, so is this.
-                self._ended(res, max(now, self.backend.now()))
-        if self.state == "pending" and not self.backend.interrupting:
+                self._ended(res, max(now, self.services.now()))
+        if self.state == "pending" and not self.services.interrupting():
             self._try_launch(now)
 
     def _try_launch(self, now: float) -> None:
         r = self.record
-        cores = self.backend.pool.claim(self.name, r.allocation)
+        cores = self.services.pool.claim(self.name, r.allocation)
         if cores is None:
             return
-        s = self.backend.settings
+        s = self.services.settings
         app = r.spec.application
         resume = (self.dir / CKPT_FILE).exists()
         cfg = RunConfig(
@@ -170,11 +171,11 @@ class LiveJob:
             resume=resume, events=self.events_path, job_id=self.name, seed=s.seed,
             target=s.targets.get(app), eval_every=s.eval_every.get(app), verify=True,
             cores=cores, worker_timeout=s.worker_timeout, exit_grace=s.exit_grace,
-            endpoints=self.backend.endpoints(cores), network=self.backend.network)
+            endpoints=self.services.endpoints(cores), network=self.services.network)
         try:
             group = Group(cfg).start()
         except (ValueError, OSError) as exc:  # a bad launch fails this job, not the run
-            self.backend.pool.release(self.name)
+            self.services.pool.release(self.name)
             self._failed(now, f"launch failed: {exc}", [])
             return
         assert group.meta is not None
@@ -184,23 +185,23 @@ class LiveJob:
         self.state = "starting"
         self.recent.clear()
         if self._needs_resume_event:
-            self.backend.emit(now, "resume", self.name, reason=self.last_failure,
-                              launch=self.launches, from_progress=self.checkpoint_progress,
-                              lost_progress=max(r.progress - self.checkpoint_progress, 0.0),
-                              workers=r.replicas, batch=r.batch_size, cores=list(cores))
+            self.services.emit(now, "resume", self.name, reason=self.last_failure,
+                               launch=self.launches, from_progress=self.checkpoint_progress,
+                               lost_progress=max(r.progress - self.checkpoint_progress, 0.0),
+                               workers=r.replicas, batch=r.batch_size, cores=list(cores))
             r.progress = self.checkpoint_progress
             self._needs_resume_event = False
         log.info("%s: launch %d on cores %s, %d workers, batch %d%s", self.name, self.launches,
                  cores, r.replicas, r.batch_size, " (resumed)" if resume else "")
 
     def _ended(self, res: GroupResult, now: float) -> None:
-        self.backend.pool.release(self.name)
+        self.services.pool.release(self.name)
         r = self.record
         if res.status == "complete" and res.verified:
             self.state = "done"
-            self.backend.ctx.complete(self, now, epoch=self.validations, metric=res.metric,
-                                      verified=True, simulated=False, samples=res.samples,
-                                      steps=res.step, launches=self.launches)
+            self.services.complete(self, now, epoch=self.validations, metric=res.metric,
+                                   verified=True, simulated=False, samples=res.samples,
+                                   steps=res.step, launches=self.launches)
             self.launch = None
             return
         if res.status in ("preempted", "time_limit", "max_steps"):
@@ -217,17 +218,17 @@ class LiveJob:
         r = self.record
         self.failures += 1
         self.last_failure = reason
-        fatal = self.failures > self.backend.settings.max_retries
+        fatal = self.failures > self.services.settings.max_retries
         log.warning("%s failed (%s); %s", self.name, reason,
                     "giving up" if fatal else "relaunching from its last checkpoint")
         self.launch = None
         if fatal:
             self.state = "failed"
-            self.backend.ctx.abandon(self, now, f"{reason} ({self.failures} failures)")
+            self.services.abandon(self, now, f"{reason} ({self.failures} failures)")
             return
-        self.backend.emit(now, "fail", self.name, reason=reason, failures=self.failures,
-                          fatal=False, exit_codes=exit_codes,
-                          progress=r.progress, checkpoint_progress=self.checkpoint_progress)
+        self.services.emit(now, "fail", self.name, reason=reason, failures=self.failures,
+                           fatal=False, exit_codes=exit_codes,
+                           progress=r.progress, checkpoint_progress=self.checkpoint_progress)
         self._needs_resume_event = True
         self.state = "pending" if r.replicas else "waiting"
 
@@ -254,7 +255,7 @@ class LiveJob:
     def _t(self, e: dict[str, Any]) -> float:
         """A worker event's time on the experiment clock."""
         assert self.launch is not None
-        return float(e["t"]) + self.launch.wall0 - self.backend.wall0
+        return float(e["t"]) + self.launch.wall0 - self.services.wall0()
 
     def _ingest(self, e: dict[str, Any], *, quiet: bool = False) -> None:
         kind = e.get("kind")
@@ -272,12 +273,12 @@ class LiveJob:
             self.skip_until_step = int(e.get("run_step", 0)) + 2
             if not quiet:
                 r = self.record
-                self.backend.emit(self._t(e), "progress", self.name, batch=e["batch_size"],
-                                  micro=e["local_bsz"], accum=e["accum_steps"],
-                                  epoch=self.validations, progress=e.get("progress"),
-                                  **self._goodput(e["batch_size"], r.obs.value(self._key(e))
-                                                  if self._key(e) in r.obs.configurations
-                                                  else None))
+                self.services.emit(self._t(e), "progress", self.name, batch=e["batch_size"],
+                                   micro=e["local_bsz"], accum=e["accum_steps"],
+                                   epoch=self.validations, progress=e.get("progress"),
+                                   **self._goodput(e["batch_size"], r.obs.value(self._key(e))
+                                                   if self._key(e) in r.obs.configurations
+                                                   else None))
 
     def _key(self, e: dict[str, Any]) -> tuple[int, int, int]:
         nodes = self.launch.nodes if self.launch is not None else max(len(self.record.placement), 1)
@@ -295,16 +296,16 @@ class LiveJob:
             r.obs.set_grad(float(sqr), float(var))
         run_step = int(e.get("run_step", 0))
         if run_step == 1:
-            self.skip_until_step = self.backend.settings.warmup_steps
+            self.skip_until_step = self.services.settings.warmup_steps
         if launch is not None and launch.first_step_at is None:
             launch.first_step_at = t
             self.state = "running" if self.state == "starting" else self.state
             if not quiet:
-                self.backend.emit(t, "start", self.name, batch=e["batch_size"],
-                                  micro=e["local_bsz"], accum=e["accum_steps"],
-                                  workers=e["workers"], progress=r.progress,
-                                  launch=self.launches, startup_s=t - launch.started_at,
-                                  epoch=self.validations)
+                self.services.emit(t, "start", self.name, batch=e["batch_size"],
+                                   micro=e["local_bsz"], accum=e["accum_steps"],
+                                   workers=e["workers"], progress=r.progress,
+                                   launch=self.launches, startup_s=t - launch.started_at,
+                                   epoch=self.validations)
         if run_step <= self.skip_until_step:
             return
         step, sync, accum = float(e["step_time"]), float(e["sync_time"]), int(e["accum_steps"])
@@ -313,10 +314,10 @@ class LiveJob:
     def _validated(self, e: dict[str, Any]) -> None:
         r = self.record
         value = r.obs.value(r.obs_key) if r.obs_key in r.obs.configurations else None
-        self.backend.emit(self._t(e), "epoch", self.name, epoch=self.validations,
-                          progress=e.get("progress"), batch=r.batch_size, micro=r.micro,
-                          accum=r.accum, metric=e.get("metric"), eval_time=e.get("eval_time"),
-                          **self._goodput(r.batch_size, value))
+        self.services.emit(self._t(e), "epoch", self.name, epoch=self.validations,
+                           progress=e.get("progress"), batch=r.batch_size, micro=r.micro,
+                           accum=r.accum, metric=e.get("metric"), eval_time=e.get("eval_time"),
+                           **self._goodput(r.batch_size, value))
         if r.adaptive and self.state == "running" and not e.get("reached"):
             old = (r.micro, r.accum)
             r.choose_batch(None)  # the agent re-tunes at each validation, as the simulator's

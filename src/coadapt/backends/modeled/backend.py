@@ -22,59 +22,46 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from coadapt.backends.modeled.job import ModeledJob, ReportNoise, check_observation_noise
+from coadapt.backends.modeled.services import ModeledServices
 from coadapt.engine.backend import EngineContext
 from coadapt.engine.record import JobRecord
 from coadapt.models.batching import JobLimits
-from coadapt.world.costs import LiveCosts
-from coadapt.world.profiles.efficiency import MeasuredEfficiency
-from coadapt.world.profiles.profile import AppProfile
-from coadapt.world.truth import ClusterTruth, efficiency_correction
 from coadapt.world.workload import JobSpec
+from coadapt.world.world import World
 
 
 class ModeledBackend:
+    """The engine's ``Backend`` for modeled jobs in a run's ``World`` (whose
+    truths it charges; it builds none). Each job gets a
+    :class:`~coadapt.backends.modeled.services.ModeledServices` (restart delay,
+    start timer, in-place rebatch, neighbour change), never the backend."""
+
     mode: ClassVar[str] = "simulate"
 
-    def __init__(self, profiles: Mapping[str, AppProfile], restart_delay: float,
-                 costs: LiveCosts | None = None,
+    def __init__(self, world: World, restart_delay: float,
                  script: Mapping[str, list[tuple[float, int]]] | None = None, *,
-                 observation_noise: float = 0.0, seed: int = 0,
-                 efficiency_truth: str = "curves") -> None:
-        self.profiles = profiles
-        self.efficiency_truth = efficiency_truth
+                 observation_noise: float = 0.0, seed: int = 0) -> None:
+        self.world = world  # profiles, costs, truths and efficiency truth of the run
+        self.costs = world.costs
         self.observation_noise = check_observation_noise(observation_noise)
         self.seed = seed
         self.delay = restart_delay
-        self.costs = costs
         self.script = script or {}  # recorded in-place batch changes (a replay)
-        self.truths: dict[str, ClusterTruth] = {}
         self.jobs: list[ModeledJob] = []
         self.ctx: EngineContext | None = None
         self._recheck = False
+        self.services = ModeledServices(self.restart_delay, self.start_after, self.rebatched,
+                                        self.neighbours_changed)
 
     def bind(self, ctx: EngineContext) -> None:
         self.ctx = ctx
 
-    def measured_efficiency(self, profile: AppProfile) -> MeasuredEfficiency | None:
-        """The efficiency truth's correction for ``profile``: the measured runs
-        to target under ``efficiency_truth == "curves"`` where the profile has
-        them; None means Pollux's gain formula is the truth (e.g. the AdaptDL
-        GPU traces, which keep the reference simulator's semantics)."""
-        return efficiency_correction(profile, self.efficiency_truth)
-
-    def truth(self, app: str) -> ClusterTruth:
-        """The ground truth of one job type on this backend's cluster."""
-        hit = self.truths.get(app)
-        if hit is None:
-            hit = self.truths[app] = ClusterTruth.of(app, self.profiles[app],
-                                                     self.ctx.cluster.network)
-        return hit
-
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
         app = spec.application
-        profile = self.profiles[app]
+        profile = self.world.profiles[app]
         noise = ReportNoise.for_job(self.observation_noise, profile.spread, self.seed, spec.name)
-        job = ModeledJob(JobRecord.new(spec, limits, now), profile, self.truth(app), self,
+        job = ModeledJob(JobRecord.new(spec, limits, now), profile, self.world.truth(app),
+                         services=self.services, efficiency=self.world.efficiency(app),
                          noise=noise)
         self.jobs.append(job)
         return job
@@ -83,12 +70,12 @@ class ModeledBackend:
         pass
 
     # ----------------------------------------------------------------- costs
-    def restart_delay(self, job: ModeledJob) -> float:
+    def restart_delay(self, record: JobRecord) -> float:
         """Seconds without progress after a (re)allocation."""
-        r = job.record
         if self.costs is None:
             return self.delay
-        return self.costs.launch(r.spec.application, r.replicas, restart=r.restarts > 0)
+        return self.costs.launch(record.spec.application, record.replicas,
+                                 restart=record.restarts > 0)
 
     def _colocation(self, job: ModeledJob) -> float:
         if self.costs is None:
@@ -127,6 +114,10 @@ class ModeledBackend:
         version = job.version
         ev = self.ctx.env.timeout(max(delay, 0.0))
         ev.callbacks.append(lambda _ev: fn(job, version))
+
+    def start_after(self, job: ModeledJob, delay: float) -> None:
+        """The job's (re)start, once its restart delay has passed."""
+        self.after(job, delay, self.on_start)
 
     def on_start(self, job: ModeledJob, version: int) -> None:
         if version != job.version:

@@ -20,18 +20,16 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from coadapt.backends.modeled.services import ModeledServices
 from coadapt.engine.record import JobRecord
 from coadapt.models.batching import step_with_accum
 from coadapt.policies.base import Assignment, Oracle
+from coadapt.world.profiles.efficiency import MeasuredEfficiency
 from coadapt.world.profiles.profile import AppProfile, Spread
 from coadapt.world.truth import ClusterTruth, true_gain
-
-if TYPE_CHECKING:
-    from coadapt.backends.modeled.backend import ModeledBackend
 
 
 def check_observation_noise(scale: float) -> float:
@@ -76,12 +74,14 @@ class ReportNoise:
 
 @dataclass
 class ModeledJob:
-    """The profile's ground truth for one job, next to the record it reports into."""
+    """The profile's ground truth for one job, next to the record it reports into;
+    ``services`` is what it may ask of its backend (timers, costs), not the backend."""
 
     record: JobRecord
     profile: AppProfile
     truth: ClusterTruth
-    backend: ModeledBackend
+    services: ModeledServices
+    efficiency: MeasuredEfficiency | None  # the truth's correction of the gain formula
     epoch: int = 0
     run_from: float = 0.0
     rate: float = 0.0
@@ -119,7 +119,7 @@ class ModeledJob:
         batch = r.batch_size
         m0 = r.limits.init_batch_size
         sqr, var = self.profile.grad_stats(batch, self.epoch)
-        g = float(true_gain(sqr, var, batch, m0, self.backend.measured_efficiency(self.profile)))
+        g = float(true_gain(sqr, var, batch, m0, self.efficiency))
         return step, sync, batch / total, g * m0 / batch, g / total
 
     def observe(self, t: float) -> dict[str, float]:
@@ -149,7 +149,7 @@ class ModeledJob:
         self.rate = 0.0
         delay = 0.0
         if self.record.replicas:
-            delay = self.backend.restart_delay(self)
+            delay = self.services.restart_delay(self.record)
             self.run_from = t + delay
         return delay
 
@@ -197,8 +197,8 @@ class ModeledJob:
             delay = self.reallocate(now, new)
             if r.replicas:
                 r.choose_batch(a.batch_size)
-                self.backend.after(self, delay, self.backend.on_start)
-            self.backend.neighbours_changed()
+                self.services.start_after(self, delay)
+            self.services.neighbours_changed()
             return True
         if r.replicas and a.adaptive and now >= self.run_from and not self.finishing:
             old = (r.micro, r.accum)
@@ -206,7 +206,7 @@ class ModeledJob:
             if (r.micro, r.accum) != old:
                 self.advance(now)
                 self.version += 1
-                self.backend.rebatched(self, now)
+                self.services.rebatched(self, now)
         return False
 
     def oracle(self) -> Oracle:

@@ -2,14 +2,14 @@
 
 A live run holds real cores for minutes; a request it cannot honour found
 half-way through would waste that and leave a partial log. Everything a job
-set asks for is checked against the job registry and the cluster first, and
+set asks for is checked against the declared job types and the cluster first, and
 reported as ``file:line: field ...``.
 """
 
 from __future__ import annotations
 
-from coadapt.jobs.registry import JOB_TYPES
 from coadapt.world.cluster import ClusterSpec
+from coadapt.world.jobtypes import DECLARED_JOB_TYPES
 from coadapt.world.workload import Workload, WorkloadError
 
 
@@ -18,10 +18,10 @@ def check_live_workload(workload: Workload, cluster: ClusterSpec) -> None:
     for spec in workload.jobs:
         where = (f"{workload.path}:{spec.line}" if workload.path is not None
                  else f"{workload.name}, job {spec.name}")
-        job = JOB_TYPES.get(spec.application)
+        job = DECLARED_JOB_TYPES.get(spec.application)
         if job is None:
             raise WorkloadError(f"{where}: field 'application' is {spec.application!r}, not a "
-                                f"live job type; known: {', '.join(sorted(JOB_TYPES))}")
+                                f"live job type; known: {', '.join(sorted(DECLARED_JOB_TYPES))}")
         lim = job.limits
         most = min(cluster.total_slots, lim.max_replicas)
         if spec.num_replicas > most:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +32,9 @@ from coadapt.runs.live.predict import PREDICTION_DIR
 from coadapt.runs.live.speed import observed_speed, speed_by_minute
 from coadapt.runs.settings import RunSettings
 from coadapt.runs.simulate import simulate_policy
-from coadapt.world.costs import LiveCosts, refine_profiles
-from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.costs import LiveCosts
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,13 @@ class Judgement:
     text: str
 
 
-def judge(names: Sequence[str], workload: Workload, profiles: Mapping[str, AppProfile],
-          costs: LiveCosts | None, settings: RunSettings, out: Path) -> Judgement:
+def judge(names: Sequence[str], world: World, workload: Workload, settings: RunSettings,
+          out: Path) -> Judgement:
     """Compare the live run in ``out`` with its prediction, re-simulate it at
     its measured speed and replay it; write ``out/compare/<kind>/`` and
     ``out/drift.{csv,png}``; return the text to print."""
     apps = {j.name: j.application for j in workload.jobs}
-    truth = refine_profiles(profiles, costs) if costs is not None else profiles
+    truth, costs = world.profiles, world.costs
     configs = ({a: {(p.workers, p.local_bsz) for p in t.steps} for a, t in costs.types.items()}
                if costs is not None else None)
     speeds = {n: observed_speed(out / n, truth, apps, configs) for n in names}
@@ -81,8 +81,10 @@ def judge(names: Sequence[str], workload: Workload, profiles: Mapping[str, AppPr
             for n in names:
                 replay = ReplayPolicy.from_log(out / n / "events.jsonl") if kind == "replay" \
                     else None
-                simulate_policy(workload, profiles, n, settings, out / kind / n,
-                                costs=costs.scaled(speeds[n], colocation=False),
+                at_speed = World.build(world.measured, world.cluster,
+                                       costs=costs.scaled(speeds[n], colocation=False),
+                                       efficiency_truth=world.efficiency_truth)
+                simulate_policy(at_speed, workload, n, settings, out / kind / n,
                                 replay=replay, kind=kind)
         sim_root = out / (PREDICTION_DIR if kind == "prediction" else kind)
         result = compare_dirs(sim_root, out)

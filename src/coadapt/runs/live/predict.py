@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from coadapt.runs.settings import RunSettings
 from coadapt.runs.simulate import simulate_policy
-from coadapt.world.costs import LiveCosts
-from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 PREDICTION_DIR = "prediction"
 INDEX_FILE = "prediction.json"
@@ -39,16 +38,15 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def predict(workload: Workload, profiles: Mapping[str, AppProfile], policies: Sequence[str],
-            settings: RunSettings, costs: LiveCosts | None, out: Path) -> dict[str, Prediction]:
+def predict(world: World, workload: Workload, policies: Sequence[str],
+            settings: RunSettings, out: Path) -> dict[str, Prediction]:
     """Simulate every policy into ``out/prediction/<policy>/``; returns (and
     writes to ``out/prediction/prediction.json``) each log's digest."""
     root = out / PREDICTION_DIR
     result = {}
     for name in policies:
         d = root / name
-        summary = simulate_policy(workload, profiles, name, settings, d, costs=costs,
-                                  kind="prediction")
+        summary = simulate_policy(world, workload, name, settings, d, kind="prediction")
         result[name] = Prediction(name, str(d / "events.jsonl"), digest(d / "events.jsonl"),
                                   summary.get("avg_jct"), summary.get("makespan"))
     (root / INDEX_FILE).write_text(json.dumps({k: asdict(v) for k, v in result.items()},

@@ -64,7 +64,7 @@ def restore_jobs(state: ResumeState, backend: Any,
         if kind == "submit":
             spec = specs[name]
             rec = JobRecord.new(spec, limits[spec.application], e["t"])
-            jobs[name] = LiveJob(rec, backend, state.out_dir / "jobs" / name)
+            jobs[name] = LiveJob(rec, backend.services, state.out_dir / "jobs" / name)
         elif kind == "allocate" and name in jobs:
             rec = jobs[name].record
             t0, r = held.get(name, (e["t"], 0))

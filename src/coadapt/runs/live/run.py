@@ -31,17 +31,15 @@ from coadapt.engine.loop import Engine
 from coadapt.eventlog import EventLog
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.jobs.warm import warm_caches
-from coadapt.models.batching import JobLimits
 from coadapt.policies import make_policy
 from coadapt.runs.fairness import append_fairness, yardstick_for
 from coadapt.runs.live.checks import check_live_workload
 from coadapt.runs.live.resume import ResumeState, restore_jobs
 from coadapt.runs.settings import RunSettings, write_results
 from coadapt.ui.status import StatusTable
-from coadapt.world.costs import LiveCosts, refine_profiles
-from coadapt.world.limits import declared_limits
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
+from coadapt.world.world import World
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +53,7 @@ class LivePlan:
     settings: RunSettings
     live: LiveSettings
     out_dir: Path  # OUT/<policy>
-    profiles: Mapping[str, AppProfile] | None = None  # T_iso and ETAs only, never the policy
-    costs: LiveCosts | None = None  # for the simulated T_iso yardstick
+    world: World  # limits; profiles and costs for T_iso and ETAs only, never the policy
     header: Mapping[str, Any] = field(default_factory=dict)  # calibration, prediction digest
 
 
@@ -68,7 +65,7 @@ def expected_progress(profiles: Mapping[str, AppProfile] | None) -> dict[str, fl
     """Progress at which each type reached its target at M0 in its profile (for ETAs)."""
     out = {}
     for app, p in (profiles or {}).items():
-        e = p.completion_epoch(p.init_batch_size)
+        e = p.completion_epoch(p.limits.init_batch_size)
         out[app] = float(p.epoch_progress[min(e + 1, len(p.epoch_progress) - 1)])
     return out
 
@@ -112,14 +109,10 @@ def _prepare_job_types(apps: set[str]) -> None:
             job.prepare()
 
 
-def _fairness(plan: LivePlan, elog: EventLog, now: float,
-              limits: Mapping[str, JobLimits]) -> None:
-    """The shared T_iso of every job (``sim.yardstick``: the same table a
+def _fairness(plan: LivePlan, elog: EventLog, now: float) -> None:
+    """The shared T_iso of every job (``runs.fairness``: the same table a
     simulation of this workload and cluster uses), appended to the live log."""
-    profiles, costs, s = plan.profiles, plan.costs, plan.settings
-    assert profiles is not None
-    truth = refine_profiles(profiles, costs) if costs is not None else profiles
-    append_fairness(elog, now, plan.workload, yardstick_for(s, truth, limits, costs))
+    append_fairness(elog, now, plan.workload, yardstick_for(plan.settings, plan.world))
 
 
 @contextlib.contextmanager
@@ -147,13 +140,13 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                          f"{out.parent}' or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     apps = {j.application for j in wl.jobs}
-    limits = declared_limits(apps)
+    limits = plan.world.limits
     _prepare_job_types(apps)
     policy = make_policy(plan.policy, s.policy_config())
     t_start = resume.t_end if resume is not None else 0.0
     env = simpy.rt.RealtimeEnvironment(initial_time=t_start, factor=1.0, strict=False)
     status = StatusTable(title=f"live {plan.policy} on {s.cluster}",
-                         expected_progress=expected_progress(plan.profiles),
+                         expected_progress=expected_progress(plan.world.profiles),
                          enabled=plan.live.status)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     interrupted = False
@@ -197,8 +190,8 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
             backend.close()
             status.update(env.now, [j.status(env.now) for j in backend.jobs], force=True)
             now = backend.now()
-            if not interrupted and plan.profiles and s.fairness:
-                _fairness(plan, elog, now, limits)
+            if not interrupted and plan.world.profiles and s.fairness:
+                _fairness(plan, elog, now)
             if interrupted:
                 for job in engine.active:  # their processes are gone: they hold nothing now
                     if job.record.replicas:

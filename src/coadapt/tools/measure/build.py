@@ -15,34 +15,17 @@ import polars as pl
 
 from coadapt.tools.measure.curves import reached_target, to_target, with_phi
 from coadapt.tools.measure.stats import placements_frame, spread_report
+from coadapt.world.jobtypes import DeclaredJobType
 from coadapt.world.profiles.cpu_format import CpuProfile, JobMeta, machine_info
 
 log = logging.getLogger(__name__)
 
 
-def _attr(job: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        if hasattr(job, name):
-            return getattr(job, name)
-    return default
-
-
-def job_meta(job: Any) -> JobMeta:
-    """Metadata of a registry job type (attribute names as ``coadapt.jobs`` defines them)."""
-    m0 = int(_attr(job, "init_batch_size", "m0", "M0"))
-    min_local = int(_attr(job, "min_local_bsz"))
-    max_batch = int(_attr(job, "max_batch_size"))
-    return JobMeta(
-        name=str(job.name), init_batch_size=m0, max_batch_size=max_batch,
-        min_local_bsz=min_local, max_local_bsz=int(_attr(job, "max_local_bsz")),
-        # the job's own limit, capped at 64 as the reference simulator does
-        max_replicas=int(_attr(job, "max_replicas",
-                               default=max(min(max_batch // min_local, 64), 1))),
-        target=_attr(job, "target", "target_metric"),
-        higher_is_better=bool(_attr(job, "higher_is_better", default=True)),
-        eval_every=_attr(job, "eval_every"), dataset_size=_attr(job, "dataset_size"),
-        metric=_attr(job, "metric", "metric_name"),
-    )
+def job_meta(job: DeclaredJobType) -> JobMeta:
+    """What ``profile.json`` records of a declared job type."""
+    return JobMeta(name=job.name, limits=job.limits, target=job.target,
+                   higher_is_better=job.higher_is_better, eval_every=job.eval_every,
+                   dataset_size=job.dataset_size, metric=job.metric)
 
 
 def fit_perf(summary: pl.DataFrame) -> dict[str, float] | None:
@@ -73,7 +56,7 @@ def curve_summary(curves: pl.DataFrame, meta: JobMeta) -> dict[str, Any]:
     """Per batch size: samples/steps/wall to target and phi along training, over seeds."""
     if curves.height == 0:
         return {}
-    curves = with_phi(curves, meta.init_batch_size)
+    curves = with_phi(curves, meta.limits.init_batch_size)
     out: dict[str, Any] = {}
     for (bsz,), group in sorted(curves.group_by("batch_size"), key=lambda kv: kv[0][0]):
         per_seed = []
@@ -103,7 +86,7 @@ def curve_summary(curves: pl.DataFrame, meta: JobMeta) -> dict[str, Any]:
     return out
 
 
-def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl.DataFrame,
+def build_profile(job: DeclaredJobType, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl.DataFrame,
                   settings: dict[str, Any], runs: list[dict[str, Any]] | None = None,
                   ) -> CpuProfile:
     """Everything for ``profiles/<type>/``; ``raw`` are the kept steps of this type."""
@@ -136,7 +119,7 @@ def build_profile(job: Any, raw: pl.DataFrame, summary: pl.DataFrame, curves: pl
     timings = raw.drop("type") if "type" in raw.columns else raw
     long = None
     if curves.height:
-        long = with_phi(curves, meta.init_batch_size).drop("type", strict=False).sort(
+        long = with_phi(curves, meta.limits.init_batch_size).drop("type", strict=False).sort(
             "batch_size", "seed", "iteration")
     return CpuProfile(meta, placements, validation, info, timings, curves=long)
 

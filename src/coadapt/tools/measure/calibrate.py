@@ -22,6 +22,9 @@ Then co-location: every pair of types runs side by side, one worker each on
 its own core, in both core orders, between runs of each type alone on each
 core. ``colocation[other]`` is a type's median step next to ``other`` over its
 median alone. Everything raw is kept in ``meta.samples``.
+
+This module drives the real worker groups; what is computed from their event
+logs is in :mod:`coadapt.tools.measure.calibrate_analysis`.
 """
 
 from __future__ import annotations
@@ -49,11 +52,21 @@ from coadapt.jobs.group import THREAD_ENV, Group, RunConfig
 from coadapt.jobs.procs import helper_preexec
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.jobs.warm import warm_caches
+from coadapt.tools.measure.calibrate_analysis import (
+    MIN_COLOCATION_SAMPLES,
+    colocation_factors,
+    eval_gaps,
+    first_step_wall,
+    grid_factors,
+    merge_points,
+    segments,
+    steady,
+    step_point,
+)
 from coadapt.world.costs import (
     CALIBRATION_POLL_S,
     LIVE_POLL_S,
     LiveCosts,
-    StepPoint,
     TypeCosts,
     machine_fingerprint,
 )
@@ -61,7 +74,9 @@ from coadapt.world.profiles.profile import AppProfile
 
 log = logging.getLogger(__name__)
 
-WARMUP = 3
+__all__ = ["MIN_COLOCATION_SAMPLES", "QUICK", "CalibrationSettings", "calibrate",
+           "colocation_factors", "grid_factors", "measure_pairs", "measure_type",
+           "quick_calibration", "quick_phases"]
 
 
 @dataclass(frozen=True)
@@ -144,56 +159,6 @@ def _train(runs: Sequence[tuple[_Run, Group]], seconds: float) -> tuple[float, f
     return t_all, t_stop, time.time()
 
 
-def _segments(run: _Run) -> list[list[dict[str, Any]]]:
-    """The run's events split by launch (each starts with a start/restart event)."""
-    out: list[list[dict[str, Any]]] = []
-    for e in run.events:
-        if e["kind"] in ("start", "restart"):
-            out.append([e])
-        elif out:
-            out[-1].append(e)
-    return out
-
-
-def _steady_obs(seg: list[dict[str, Any]], lo: float = -1.0, hi: float = float("inf"),
-                wall0: float = 0.0) -> list[dict[str, Any]]:
-    return [e for e in seg if e["kind"] == "observation" and e.get("run_step", 0) > WARMUP
-            and lo <= wall0 + e["t"] <= hi]
-
-
-def _steady(seg: list[dict[str, Any]], **window: float) -> float:
-    steps = [e["step_time"] for e in _steady_obs(seg, **window)]
-    return statistics.median(steps) if steps else float("nan")
-
-
-def _first_step_wall(seg: list[dict[str, Any]], wall0: float) -> float:
-    return wall0 + next(e["t"] for e in seg if e["kind"] == "observation")
-
-
-def _eval_gaps(seg: list[dict[str, Any]], steady: float) -> list[float]:
-    """Time between the step before a validation and the step after it, less a step."""
-    out, prev, pending = [], None, False
-    for e in seg:
-        if e["kind"] == "observation":
-            if pending and prev is not None:
-                out.append(e["t"] - prev - steady)
-            prev, pending = e["t"], False
-        elif e["kind"] == "validation":
-            pending = True
-    return out
-
-
-def _step_point(seg: list[dict[str, Any]]) -> StepPoint:
-    """The median steady step of one phase, as one synchronizing step (the
-    profile's unit): sync + compute / micro-batches."""
-    obs = _steady_obs(seg)
-    step = statistics.median(e["step_time"] for e in obs)
-    sync = statistics.median(e["sync_time"] for e in obs)
-    accum = obs[0]["accum_steps"]
-    return StepPoint(workers=obs[0]["workers"], local_bsz=obs[0]["local_bsz"],
-                     step=sync + (step - sync) / (accum + 1), sync=sync, samples=len(obs))
-
-
 def _eval_every(app: str, step_s: float | None, per_phase: float, phase_s: float) -> float:
     """Validation interval (progress) that gives ``per_phase`` validations a phase."""
     if not step_s:
@@ -205,7 +170,7 @@ def measure_type(app: str, root: Path, s: CalibrationSettings,
                  step_s: float | None = None,
                  tick: Callable[[str], None] = lambda _n: None) -> tuple[TypeCosts, dict]:
     """Start, restart, validation, verification costs and steady steps of one type."""
-    m0 = JOB_TYPES[app].init_batch_size
+    m0 = JOB_TYPES[app].limits.init_batch_size
     every = _eval_every(app, step_s, s.validations_per_phase, s.phase_s)
     run = _Run.new(app, root, f"{app}-cycle")
     stops: list[float] = []
@@ -221,15 +186,15 @@ def measure_type(app: str, root: Path, s: CalibrationSettings,
     restart: dict[int, list[float]] = defaultdict(list)
     evals: dict[int, list[float]] = defaultdict(list)
     points = []
-    for i, (seg, (t_launch, k)) in enumerate(zip(_segments(run), launches, strict=True)):
-        steady = _steady(seg)
-        first = _first_step_wall(seg, wall0)
+    for i, (seg, (t_launch, k)) in enumerate(zip(segments(run.events), launches, strict=True)):
+        steady_s = steady(seg)
+        first = first_step_wall(seg, wall0)
         if i == 0:
-            start[k].append(first - t_launch - steady)
+            start[k].append(first - t_launch - steady_s)
         else:
-            restart[k].append(first - stops[i - 1] - steady)
-        evals[k].extend(_eval_gaps(seg, steady))
-        points.append(_step_point(seg))
+            restart[k].append(first - stops[i - 1] - steady_s)
+        evals[k].extend(eval_gaps(seg, steady_s))
+        points.append(step_point(seg))
     tick(f"{app} verify")
     verify = []
     for _ in range(s.verify_repeats):
@@ -242,25 +207,15 @@ def measure_type(app: str, root: Path, s: CalibrationSettings,
     fresh = _Run.new(app, root, f"{app}-fresh2")
     t_launch = time.time()
     _train([(fresh, _launch(fresh, 2, 2 * m0, every, s.cores, resume=False))], 1.0)
-    seg = _segments(fresh)[0]
-    start[2].append(_first_step_wall(seg, fresh.wall0()) - t_launch - _steady(seg))
+    seg = segments(fresh.events)[0]
+    start[2].append(first_step_wall(seg, fresh.wall0()) - t_launch - steady(seg))
     med = {name: {k: statistics.median(v) for k, v in d.items() if v}
            for name, d in (("start", start), ("restart", restart), ("eval", evals))}
     costs = TypeCosts(start=med["start"], restart=med["restart"], eval=med["eval"],
-                      verify=statistics.median(verify), steps=_merge_points(points))
+                      verify=statistics.median(verify), steps=merge_points(points))
     raw = {"start": dict(start), "restart": dict(restart), "eval": dict(evals),
            "verify": verify, "eval_every": every, "steps": [p.to_json() for p in points]}
     return costs, raw
-
-
-def _merge_points(points: list[StepPoint]) -> list[StepPoint]:
-    """One point per configuration (the median when a phase repeated it)."""
-    by: dict[tuple[int, int], list[StepPoint]] = defaultdict(list)
-    for p in points:
-        by[(p.workers, p.local_bsz)].append(p)
-    return [StepPoint(k[0], k[1], statistics.median(p.step for p in ps),
-                      statistics.median(p.sync for p in ps), sum(p.samples for p in ps))
-            for k, ps in sorted(by.items())]
 
 
 def measure_pairs(apps: Sequence[str], root: Path, s: CalibrationSettings,
@@ -276,10 +231,11 @@ def measure_pairs(apps: Sequence[str], root: Path, s: CalibrationSettings,
         runs = []
         for core, app in zip(s.cores, placed, strict=False):
             run = _Run.new(app, root, f"co{n}-{app}-{core}")
-            runs.append((run, _launch(run, 1, JOB_TYPES[app].init_batch_size, 1e9, (core,),
+            runs.append((run, _launch(run, 1, JOB_TYPES[app].limits.init_batch_size, 1e9, (core,),
                                       resume=False)))
         t_all, t_stop, _ = _train(runs, s.pair_s)
-        meds = [_steady(_segments(r)[0], lo=t_all, hi=t_stop, wall0=r.wall0()) for r, _ in runs]
+        meds = [steady(segments(r.events)[0], lo=t_all, hi=t_stop, wall0=r.wall0())
+                for r, _ in runs]
         if len(placed) == 1:
             alone[placed[0]].append(meds[0])
         else:
@@ -297,65 +253,13 @@ def measure_pairs(apps: Sequence[str], root: Path, s: CalibrationSettings,
     for app in apps:  # and alone again after them, on the other core
         tick(f"{app} alone")
         runs = [(r := _Run.new(app, root, f"co-end-{app}"),
-                 _launch(r, 1, JOB_TYPES[app].init_batch_size, 1e9, s.cores[1:], resume=False))]
+                 _launch(r, 1, JOB_TYPES[app].limits.init_batch_size, 1e9, s.cores[1:], resume=False))]
         t_all, t_stop, _ = _train(runs, s.pair_s)
-        alone[app].append(_steady(_segments(r)[0], lo=t_all, hi=t_stop, wall0=r.wall0()))
+        alone[app].append(steady(segments(r.events)[0], lo=t_all, hi=t_stop, wall0=r.wall0()))
     factors = colocation_factors(apps, alone, beside)
     raw = {"alone_step_s": dict(alone),
            "beside_step_s": {f"{a}|{b}": v for (a, b), v in beside.items()}}
     return factors, raw
-
-
-MIN_COLOCATION_SAMPLES = 5
-
-
-def _charged(alone: Sequence[float], beside: Sequence[float], seed: int = 0) -> float:
-    """median(beside) / median(alone) if a bootstrap 95% interval of that
-    ratio excludes 1 and there are at least MIN_COLOCATION_SAMPLES beside;
-    else 1.0. Two samples swung +-20% on a shared machine here: a factor (and
-    above all a speed-up) is charged only when measured beyond the noise."""
-    import numpy as np
-
-    a, b = np.asarray(alone, float), np.asarray(beside, float)
-    if len(b) < MIN_COLOCATION_SAMPLES or len(a) < 2:
-        return 1.0
-    rng = np.random.default_rng(seed)
-    ratios = (np.median(rng.choice(b, (2000, len(b))), axis=1)
-              / np.median(rng.choice(a, (2000, len(a))), axis=1))
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return float(np.median(b) / np.median(a)) if lo > 1.0 or hi < 1.0 else 1.0
-
-
-def colocation_factors(apps: Sequence[str], alone: dict[str, list[float]],
-                       beside: dict[tuple[str, str], list[float]]) -> dict[str, dict[str, float]]:
-    """Per type, the factor next to each type and ``any`` (every neighbour
-    pooled, what the simulator charges), each only where it is measured
-    beyond the noise (:func:`_charged`); 1.0 otherwise."""
-    out = {}
-    for a in apps:
-        out[a] = {b: _charged(alone[a], beside[(a, b)]) for b in apps}
-        out[a]["any"] = _charged(alone[a], [v for b in apps for v in beside[(a, b)]])
-    return out
-
-
-def grid_factors(points: Sequence[StepPoint], profile: AppProfile
-                 ) -> tuple[float, float, float | None]:
-    """(compute factor, sync factor, compute spread): the calibrated steady
-    compute and sync over the profile's at the same configurations (median
-    over them), and the factors' relative half-range. The simulator applies
-    them to the whole grid."""
-    comp, sync = [], []
-    for p in points:
-        step, s = (float(x) for x in profile.throughput((p.workers,), p.local_bsz))
-        if step - s > 0:
-            comp.append((p.step - p.sync) / (step - s))
-        if p.workers > 1 and s > 0 and p.sync > 0:
-            sync.append(p.sync / s)
-    if not comp:
-        return 1.0, 1.0, None
-    cf = statistics.median(comp)
-    spread = (max(comp) - min(comp)) / 2 / cf if len(comp) > 1 else None
-    return cf, statistics.median(sync) if sync else cf, spread
 
 
 def calibrate(apps: Sequence[str], out: Path, s: CalibrationSettings,
@@ -418,7 +322,7 @@ def quick_calibration(apps: Sequence[str], out: Path,
     cores = usable_cores()
     if len(cores) < 2:
         raise ValueError(f"calibration needs 2 cores; this machine has {len(cores)} usable")
-    steps = {a: float(p.throughput((1,), p.init_batch_size)[0])
+    steps = {a: float(p.throughput((1,), p.limits.init_batch_size)[0])
              for a, p in (profiles or {}).items() if a in apps}
     s = dataclasses.replace(QUICK, cores=(cores[0], cores[1]))
     return calibrate(apps, out, s, steps, tick, profiles=profiles, pairs=False)

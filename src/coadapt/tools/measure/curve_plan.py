@@ -49,6 +49,7 @@ from coadapt.tools.measure.curves import (
     validation_table,
 )
 from coadapt.ui.progress import ProgressBar
+from coadapt.world.jobtypes import DeclaredJobType
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ QUICK_TIERS = (("m0", 0.5), ("core", 0.35), ("extend", 0.15))
 class CurvePlanner:
     """Execute the tiers within ``budget_s`` seconds (see module docstring)."""
 
-    def __init__(self, jobs: Sequence[Any], model: StepModel, budget_s: float, quick: bool,
+    def __init__(self, jobs: Sequence[DeclaredJobType], model: StepModel, budget_s: float, quick: bool,
                  seeds: int, workers_max: int, runner: CurveRunner = run_group_curve_runner,
                  workdir: str | Path | None = None) -> None:
         self.jobs = {j.name: j for j in jobs}
@@ -84,11 +85,11 @@ class CurvePlanner:
                 for m in sizes:
                     run = CurveRun(job.name, m, curve_workers(job, m, self.workers_max), seed)
                     recs.append(RunRecord(run, tier))
-        cost = {n: self.model.step_time(j, 1, j.init_batch_size) for n, j in self.jobs.items()}
+        cost = {n: self.model.step_time(j, 1, j.limits.init_batch_size) for n, j in self.jobs.items()}
         # M0 first (the phi spread over seeds is reported at M0), then cheapest first: by
         # expected seconds once predictable, else by step time
         return sorted(recs, key=lambda r: (r.run.seed,
-                                           r.run.batch_size != self.jobs[r.run.type].init_batch_size,
+                                           r.run.batch_size != self.jobs[r.run.type].limits.init_batch_size,
                                            self._need(r)[0] or 0.0, cost[r.run.type],
                                            r.run.batch_size))
 
@@ -122,7 +123,7 @@ class CurvePlanner:
     def _m0(self, name: str) -> RunRecord | None:
         job = self.jobs[name]
         return next((r for r in self.records if r.run.type == name and r.run.seed == 0
-                     and r.run.batch_size == job.init_batch_size and r.table is not None
+                     and r.run.batch_size == job.limits.init_batch_size and r.table is not None
                      and r.table.height), None)
 
     def _gains(self, rec: RunRecord) -> tuple[np.ndarray, np.ndarray] | None:
@@ -134,7 +135,7 @@ class CurvePlanner:
         if t.height == 0:
             return None
         sqr, var = t["grad_sqr"].to_numpy(), t["grad_var"].to_numpy()
-        scale = rec.run.batch_size / self.jobs[rec.run.type].init_batch_size
+        scale = rec.run.batch_size / self.jobs[rec.run.type].limits.init_batch_size
         gain = (var + sqr) / np.maximum(var / scale + sqr, 1e-12)
         return t["progress"].to_numpy(), np.clip(gain, 1.0, scale)
 
@@ -146,7 +147,7 @@ class CurvePlanner:
         job = self.jobs[rec.run.type]
         curve = self._gains(rec)
         if curve is None:
-            return math.ceil(progress * job.init_batch_size / rec.run.batch_size)
+            return math.ceil(progress * job.limits.init_batch_size / rec.run.batch_size)
         at, gain = curve
         edges = np.concatenate([[0.0], at])
         grid = np.minimum(edges, progress)

@@ -15,6 +15,7 @@ import polars as pl
 
 from coadapt.models.batching import step_with_accum
 from coadapt.tools.measure.curves import CurveRun, reached_target
+from coadapt.world.jobtypes import DeclaredJobType
 
 
 @dataclass
@@ -25,7 +26,7 @@ class StepModel:
     startup: dict[str, float] = field(default_factory=dict)
     overhead: dict[str, float] = field(default_factory=dict)  # wall / sum(step), learned
 
-    def step_time(self, job: Any, workers: int, batch: int) -> float:
+    def step_time(self, job: DeclaredJobType, workers: int, batch: int) -> float:
         from coadapt.jobs.types import plan_batch
 
         plan = plan_batch(job, workers, batch)
@@ -41,11 +42,11 @@ class StepModel:
             c = comp[-1] * plan.local_bsz / m[-1]
         return float(step_with_accum(c + sync, sync, plan.accum_steps))
 
-    def seconds(self, job: Any, workers: int, batch: int, steps: int) -> float:
+    def seconds(self, job: DeclaredJobType, workers: int, batch: int, steps: int) -> float:
         per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)
         return self.startup.get(job.name, 6.0) + steps * per
 
-    def max_steps(self, job: Any, workers: int, batch: int, seconds: float) -> int:
+    def max_steps(self, job: DeclaredJobType, workers: int, batch: int, seconds: float) -> int:
         per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)
         return int((seconds - self.startup.get(job.name, 6.0)) / per)
 
@@ -71,7 +72,7 @@ def startup_seconds(raw: pl.DataFrame) -> dict[str, float]:
     return dict(per_run.group_by("type").agg(pl.col("overhead").median()).iter_rows())
 
 
-def curves_frame(records: Sequence[RunRecord], jobs: dict[str, Any]) -> pl.DataFrame:
+def curves_frame(records: Sequence[RunRecord], jobs: dict[str, DeclaredJobType]) -> pl.DataFrame:
     """Long form of all curves: validation columns + type, batch_size, workers, seed, reached."""
     frames = []
     for rec in records:

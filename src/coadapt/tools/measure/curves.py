@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from coadapt.tools.measure.stats import observations_frame
+from coadapt.world.jobtypes import DeclaredJobType
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +55,13 @@ CORE_FACTORS = (1, 4, 16)
 EXTRA_FACTORS = (2, 8, 32)
 
 
-def curve_batch_sizes(job: Any, factors: Sequence[int] = CORE_FACTORS) -> list[int]:
+def curve_batch_sizes(job: DeclaredJobType, factors: Sequence[int] = CORE_FACTORS) -> list[int]:
     """M0 x factors, within max_batch_size (core: 1, 4, 16; full mode adds 2, 8, 32)."""
-    m0, top = int(job.init_batch_size), int(job.max_batch_size)
+    m0, top = job.limits.init_batch_size, job.limits.max_batch_size
     return [m0 * f for f in factors if m0 * f <= top]
 
 
-def curve_workers(job: Any, batch_size: int, workers_max: int) -> int:
+def curve_workers(job: DeclaredJobType, batch_size: int, workers_max: int) -> int:
     """Most workers (fastest run) that split M evenly within the local-batch limits.
 
     The statistics do not depend on K except through the estimator, which is
@@ -68,7 +69,7 @@ def curve_workers(job: Any, batch_size: int, workers_max: int) -> int:
     than K*max_local use gradient accumulation inside the job.
     """
     for k in range(max(workers_max, 1), 0, -1):
-        if batch_size % k == 0 and batch_size // k >= int(job.min_local_bsz):
+        if batch_size % k == 0 and batch_size // k >= job.limits.min_local_bsz:
             return k
     return 1
 

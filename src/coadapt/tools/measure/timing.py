@@ -46,6 +46,7 @@ import polars as pl
 from coadapt.tools.measure.quiet import CpuSnapshot, others_cores, wait_for_quiet
 from coadapt.tools.measure.stats import observations_frame
 from coadapt.ui.progress import ProgressBar
+from coadapt.world.jobtypes import DeclaredJobType
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +97,16 @@ def geometric_sizes(lo: int, hi: int, n: int) -> list[int]:
     return sorted({int(round(v)) for v in np.geomspace(lo, hi, n)})
 
 
-def plan_cells(job: Any, settings: GridSettings) -> list[Cell]:
+def plan_cells(job: DeclaredJobType, settings: GridSettings) -> list[Cell]:
     """Worker counts 1..workers_max x geometric local batches within the type's limits.
 
     A local batch is kept only if the total batch K*m stays within the type's
     max batch size, as the job could never run that configuration.
     """
-    lo, hi = int(job.min_local_bsz), int(job.max_local_bsz)
+    lo, hi = job.limits.min_local_bsz, job.limits.max_local_bsz
     cells = []
     for k in range(1, max(settings.workers_max, 1) + 1):
-        top = min(hi, int(job.max_batch_size) // k)
+        top = min(hi, job.limits.max_batch_size // k)
         if top < lo:
             continue
         cells += [Cell(job.name, k, m) for m in geometric_sizes(lo, top, settings.local_sizes)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.profile import AppProfile, ProfileError
 
 # Completion epochs and micro-batch overrides of the reference simulator.
@@ -77,11 +78,9 @@ def load_adaptdl_app(folder: Path) -> AppProfile:
     max_m = MAX_LOCAL_BSZ.get(name, int(placements["local_bsz"].max()))
     return AppProfile(
         name=name,
-        init_batch_size=min(validation),
-        max_batch_size=max(validation),
-        min_local_bsz=min_m,
-        max_local_bsz=max_m,
-        max_replicas=MAX_REPLICAS.get(name, 64),
+        limits=JobLimits(init_batch_size=min(validation), max_batch_size=max(validation),
+                         min_local_bsz=min_m, max_local_bsz=max_m,
+                         max_replicas=MAX_REPLICAS.get(name, 64)),
         placements=placements,
         scalability=scalability,
         validation=validation,

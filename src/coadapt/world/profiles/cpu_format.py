@@ -18,14 +18,16 @@ import os
 import platform
 import re
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.efficiency import SamplesToTarget
 from coadapt.world.profiles.profile import AppProfile, ProfileError, Spread
 from coadapt.world.profiles.tables import read_csv_checked
@@ -48,19 +50,24 @@ _VALIDATION_RE = re.compile(r"^validation-(\d+)\.csv$")
 
 @dataclass(frozen=True)
 class JobMeta:
-    """What the simulator needs to know about a job type besides its measurements."""
+    """What the simulator needs to know about a job type besides its measurements.
+
+    In ``profile.json`` the limits' fields sit flat in the "job" object, beside
+    the name (``to_json``)."""
 
     name: str
-    init_batch_size: int
-    max_batch_size: int
-    min_local_bsz: int
-    max_local_bsz: int
-    max_replicas: int
+    limits: JobLimits
     target: float | None
     higher_is_better: bool
     eval_every: float | None = None
     dataset_size: int | None = None
     metric: str | None = None
+
+
+    def to_json(self) -> dict[str, Any]:
+        """The "job" object of ``profile.json``: name, the limits' fields, the rest."""
+        rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("name", "limits")}
+        return {"name": self.name, **asdict(self.limits), **rest}
 
 
 @dataclass
@@ -87,11 +94,9 @@ def machine_info() -> dict[str, Any]:
                     break
     except OSError:
         pass
-    try:
-        import torch
-
-        torch_version = torch.__version__
-    except ImportError:  # pragma: no cover - torch is a hard dependency
+    try:  # the installed version, read without importing torch
+        torch_version: str | None = version("torch")
+    except PackageNotFoundError:  # pragma: no cover - torch is a hard dependency
         torch_version = None
     return {
         "hostname": socket.gethostname(),
@@ -124,7 +129,7 @@ def write_cpu_profile(out_dir: str | Path, profile: CpuProfile) -> Path:
     if profile.curves is not None and profile.curves.height:
         profile.curves.write_csv(out / "curves.csv")
         files["curves"] = "curves.csv"
-    doc = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "job": asdict(profile.meta)}
+    doc = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "job": profile.meta.to_json()}
     doc.update({k: v for k, v in profile.info.items() if k not in ("format", "version", "job")})
     doc.setdefault("machine", machine_info())
     doc["files"] = files
@@ -196,13 +201,13 @@ def _read_meta(path: Path) -> tuple[JobMeta, dict[str, Any]]:
             raise bad(key, f"expected {getattr(kind, '__name__', 'a number')}"
                       f"{' >= 1' if kind is int else ''}, got {value!r}")
         values[key] = value
-    meta = JobMeta(**values)
-    if not meta.min_local_bsz <= meta.max_local_bsz:
-        raise bad("min_local_bsz", f"{meta.min_local_bsz} > max_local_bsz {meta.max_local_bsz}")
-    if not meta.init_batch_size <= meta.max_batch_size:
+    lim = JobLimits(**{f.name: values.pop(f.name) for f in fields(JobLimits)})
+    if not lim.min_local_bsz <= lim.max_local_bsz:
+        raise bad("min_local_bsz", f"{lim.min_local_bsz} > max_local_bsz {lim.max_local_bsz}")
+    if not lim.init_batch_size <= lim.max_batch_size:
         raise bad("init_batch_size",
-                  f"{meta.init_batch_size} > max_batch_size {meta.max_batch_size}")
-    return meta, doc
+                  f"{lim.init_batch_size} > max_batch_size {lim.max_batch_size}")
+    return JobMeta(limits=lim, **values), doc
 
 
 def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuProfile:
@@ -303,10 +308,8 @@ def to_app_profile(profile: CpuProfile) -> AppProfile:
               f"({machine.get('hostname', '?')}, {machine.get('cpu_model', '?')}, "
               f"{machine.get('date', '?')})")
     return AppProfile(
-        name=meta.name, init_batch_size=meta.init_batch_size,
-        max_batch_size=meta.max_batch_size, min_local_bsz=meta.min_local_bsz,
-        max_local_bsz=meta.max_local_bsz, max_replicas=meta.max_replicas,
-        placements=profile.placements, scalability=None, validation=profile.validation,
+        name=meta.name, limits=meta.limits, placements=profile.placements, scalability=None,
+        validation=profile.validation,
         completion_epochs=None, target=meta.target, higher_is_better=meta.higher_is_better,
         source=source, spread=measured_spread(profile.timings, profile.curves),
         samples_to_target=_samples_to_target(profile),

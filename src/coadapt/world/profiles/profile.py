@@ -54,14 +54,14 @@ class Spread:
 
 @dataclass(frozen=True, eq=False)
 class AppProfile:
-    """Measured behaviour of one job type (see module docstring)."""
+    """Measured behaviour of one job type (see module docstring).
+
+    ``limits``: the limits this profile was measured under. The engine takes a
+    job's limits from its declaration instead (``world.limits``); for imported
+    GPU traces these are the reference simulator's declarations."""
 
     name: str
-    init_batch_size: int
-    max_batch_size: int
-    min_local_bsz: int
-    max_local_bsz: int
-    max_replicas: int
+    limits: JobLimits
     placements: pl.DataFrame
     scalability: pl.DataFrame | None
     validation: dict[int, pl.DataFrame]
@@ -159,7 +159,8 @@ class AppProfile:
         nodes, replicas = min(len(p), 16), sum(p)
         curve = self._cache.get(("curve", nodes, replicas))
         if curve is None:
-            lo, hi = self.min_local_bsz, max(self.max_local_bsz, self.min_local_bsz + 1)
+            lo = self.limits.min_local_bsz
+            hi = max(self.limits.max_local_bsz, lo + 1)
             m = (np.arange(lo, hi + 1, dtype=float) if hi - lo <= 256
                  else np.unique(np.geomspace(lo, hi, 256).round()))
             interp = self._interpolator
@@ -316,10 +317,3 @@ class AppProfile:
         final = self.completion_epoch(batch_size)
         return max(self.iterations(batch_size, final) - self.iterations(batch_size, epoch), 0.0)
 
-    @property
-    def limits(self) -> JobLimits:
-        """The limits this profile was measured under. The engine takes a job's
-        limits from the job registry instead (``engine.limits``); for imported
-        GPU traces these are the reference simulator's declarations."""
-        return JobLimits(self.init_batch_size, self.max_batch_size, self.min_local_bsz,
-                         self.max_local_bsz, self.max_replicas)

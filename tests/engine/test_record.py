@@ -1,0 +1,56 @@
+"""Node identity on the way through the engine: the record and the snapshot."""
+
+from toyprofile import make_toy
+
+from coadapt.backends.modeled.backend import ModeledBackend
+from coadapt.engine.loop import Engine
+from coadapt.engine.observations import Observations
+from coadapt.engine.record import JobRecord
+from coadapt.eventlog import EventLog, read_events
+from coadapt.models.batching import JobLimits
+from coadapt.policies import PolicyConfig, make_policy
+from coadapt.world.cluster import ClusterSpec, Node
+from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.world import World
+
+LIMITS = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8, max_local_bsz=64,
+                   max_replicas=16)
+
+
+def test_a_record_keeps_which_nodes_it_uses():
+    r = JobRecord(JobSpec("j", 0.0, "toy", 3, 64), LIMITS, Observations(32))
+    r.set_allocation((0, 2, 0, 1))
+    assert r.placement == (2, 1)  # what the truth prices
+    assert r.nodes_used == (1, 3)  # which nodes those are
+    assert r.obs_key[0] == 2
+    r.set_allocation((0, 0, 0, 0))
+    assert r.placement == r.nodes_used == ()
+
+
+class Spy:
+    """Fixed, remembering the nodes each snapshot showed."""
+
+    name = "spy"
+    uses_oracle = False
+
+    def __init__(self) -> None:
+        self.inner = make_policy("fixed", PolicyConfig())
+        self.seen: list[tuple[Node, ...]] = []
+
+    def decide(self, snap):
+        self.seen.append(snap.nodes)
+        return self.inner.decide(snap)
+
+
+def test_policies_see_the_clusters_typed_nodes(tmp_path):
+    prof = make_toy()
+    cluster = ClusterSpec.parse("1x4:fast,1x2")
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 2, 64),))
+    spy = Spy()
+    with EventLog(tmp_path / "s.jsonl") as log:
+        world = World.build({"toy": prof}, cluster)
+        Engine(wl, world.limits, ModeledBackend(world, 30.0), spy, cluster, log).run()
+    assert spy.seen and all(nodes == cluster.nodes for nodes in spy.seen)
+    assert spy.seen[0][0] == Node(0, 4, "fast") and spy.seen[0][1].kind == "default"
+    allocs = [e for e in read_events(tmp_path / "s.jsonl") if e["kind"] == "allocate"]
+    assert allocs[0]["allocation"] == [0, 2] and allocs[0]["nodes"] == 1  # best fit, per node
