@@ -43,7 +43,7 @@ class CellContext:
 
     profiles: Mapping[str, AppProfile]
     costs: LiveCosts | None
-    options: Mapping[str, Any]  # engine options (see engine.options.add_options), no bandwidth
+    options: Mapping[str, Any]  # engine options (see runs.options.add_options), no bandwidth
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # fixed (CSV) workloads
     fingerprint: str = ""
 

@@ -45,7 +45,7 @@ class RunConfig:
     worker exited 0 before the group is failed. Live runs want both short.
 
     ``endpoints`` runs rank i in the network namespace of an emulated node
-    (``coadapt.net``), the rendezvous at rank 0's node address; None: every
+    (``coadapt.backends.live.nodes``), the rendezvous at rank 0's node address; None: every
     rank on this machine's loopback. ``network`` describes it in the start
     event (e.g. {"network": "emulated", "bandwidth_gbps": 1})."""
 

@@ -45,7 +45,7 @@ def _step(changes: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
 def job_table(events: list[Event]) -> pl.DataFrame:
     """One row per job: submit, completion, JCT, restarts, fairness rho."""
     kinds = _by_kind(events)
-    fair = {e["job"]: e for e in kinds["fairness"]}  # the shared yardstick (sim.yardstick)
+    fair = {e["job"]: e for e in kinds["fairness"]}  # the shared yardstick (runs.fairness)
     subs = {e["job"]: e for e in kinds["submit"]}
     done = {e["job"]: e for e in kinds["complete"]}
     changes = [(e["t"], 1.0) for e in kinds["submit"]] + [(e["t"], -1.0) for e in kinds["complete"]]

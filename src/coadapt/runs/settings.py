@@ -26,7 +26,7 @@ class RunSettings:
     show_progress: bool = True
     start_node: bool = False  # PolicyConfig.start_node
     tiresias_threshold: float = 16 * 3600.0
-    fairness: bool = True  # append the shared T_iso (sim.yardstick) to the log
+    fairness: bool = True  # append the shared T_iso (runs.fairness) to the log
     observation_noise: float = 0.0  # S: modeled jobs' report error in measured spreads (0: off)
     efficiency_truth: str = "curves"  # modeled jobs' statistical efficiency: measured curves
     # where the profile has them, else the gain formula ("formula": always the formula)

@@ -21,7 +21,7 @@ class Network:
     Declared (the default): 2 (K-1) hops of ``latency_us`` and 2 (K-1)/K of
     the gradient through ``bandwidth_gbps`` per link (the ring's bottleneck is
     the slowest link, the network). Measured (``source`` names the network
-    calibration, ``profiles.network``): the same form fitted to real gloo
+    calibration, ``world.profiles.network``): the same form fitted to real gloo
     all-reduces between emulated nodes, with a per-all-reduce ``overhead_us``
     and an ``efficiency`` (achieved / nominal bandwidth); its times include
     gloo's own work on the hosts, so the simulator adds none on top.

@@ -112,8 +112,8 @@ class TypeCosts:
         return d
 
 
-LIVE_POLL_S = 0.25  # how often the live executor polls its groups (live.backend)
-CALIBRATION_POLL_S = 0.02  # how often the calibration polls (measure.calibrate)
+LIVE_POLL_S = 0.25  # how often the live executor polls its groups (backends.live.backend)
+CALIBRATION_POLL_S = 0.02  # how often the calibration polls (tools.measure.calibrate)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ class LiveSettings:
     targets: Mapping[str, float] = field(default_factory=dict)
     eval_every: Mapping[str, float] = field(default_factory=dict)
     status: bool = True
-    network: str = "loopback"  # or "emulated": a namespace per node (coadapt.net)
+    network: str = "loopback"  # or "emulated": a namespace per node (backends.live.nodes)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Per job, a timer fires when its restart delay ends (``start``) and at each
 epoch boundary (``epoch``; the last one completes the job). Between timers
 every rate is constant, so nothing ticks.
 
-Given measured live costs (``sim.costs``), a job pays what a live job pays:
+Given measured live costs (``world.costs``), a job pays what a live job pays:
 its measured first start and restarts instead of one fixed delay, a pause
 per validation, the final validation and the fresh-process verification
 before it completes (slots held), and the measured slowdown while another

@@ -9,7 +9,7 @@ not the profile, is what the policy sees. With ``--observation-noise`` those
 reports (not the truth) carry a log-normal error (:class:`ReportNoise`).
 
 The truth's r(S) is the formula times the measured correction of
-``profiles.efficiency`` where the profile ran to target at several batch
+``world.profiles.efficiency`` where the profile ran to target at several batch
 sizes (``--efficiency-truth curves``, the default); the reports stay the
 gradient statistics, so a policy's fitted model is the formula alone and is
 wrong exactly where the measurements say it is.

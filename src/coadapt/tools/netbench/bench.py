@@ -6,7 +6,7 @@ of sizes, at a few link bandwidths (``tc`` reshaped between rounds, the
 namespaces made once). Each point is the median over repeats; it is CPU-bound
 (and out of the fit) when its ranks used more than ``CPU_BOUND_UTIL`` of the
 cores they had, or its link was unshaped. The fit per bandwidth becomes the
-network calibration the simulator can use (``profiles.network``).
+network calibration the simulator can use (``world.profiles.network``).
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ class AppProfile:
     @cached_property
     def measured_efficiency(self) -> MeasuredEfficiency | None:
         """The simulator's efficiency truth from measured runs to target, where
-        the profile has them (``profiles.efficiency``); None: the formula only."""
+        the profile has them (``world.profiles.efficiency``); None: the formula only."""
         if self.samples_to_target is None or self.target is None:
             return None
         return MeasuredEfficiency(self.samples_to_target, self)
