@@ -57,7 +57,7 @@ def replay_errors(live: Path, costs: LiveCosts, profiles_dir: str) -> list[dict]
     settings = run_settings(args, world, workload, show_progress=False)
     apps = {j.name: j.application for j in workload.jobs}
     truth = world.profiles
-    configs = {a: {(p.workers, p.local_bsz) for p in t.steps} for a, t in costs.types.items()}
+    configs = {a: {(p.workers, p.micro) for p in t.steps} for a, t in costs.types.items()}
     names = [d.name for d in sorted(live.iterdir()) if (d / "events.jsonl").exists()
              and (d / "jobs").is_dir()]
     rows = []

@@ -10,6 +10,7 @@ from coadapt.eventlog import EventLog, read_events
 from coadapt.models.batching import JobLimits
 from coadapt.policies import PolicyConfig, make_policy
 from coadapt.world.cluster import ClusterSpec, Node
+from coadapt.world.kinds import KindFactor, KindSpeeds
 from coadapt.world.workload import JobSpec, Workload
 from coadapt.world.world import World
 
@@ -47,10 +48,27 @@ def test_policies_see_the_clusters_typed_nodes(tmp_path):
     cluster = ClusterSpec.parse("1x4:fast,1x2")
     wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 2, 64),))
     spy = Spy()
+    fast = KindSpeeds({"toy": {"fast": KindFactor(0.5, 1.0)}})
     with EventLog(tmp_path / "s.jsonl") as log:
-        world = World.build({"toy": prof}, cluster)
+        world = World.build({"toy": prof}, cluster, kind_speeds=fast)
         Engine(wl, world.limits, ModeledBackend(world, 30.0), spy, cluster, log).run()
     assert spy.seen and all(nodes == cluster.nodes for nodes in spy.seen)
     assert spy.seen[0][0] == Node(0, 4, "fast") and spy.seen[0][1].kind == "default"
     allocs = [e for e in read_events(tmp_path / "s.jsonl") if e["kind"] == "allocate"]
-    assert allocs[0]["allocation"] == [0, 2] and allocs[0]["nodes"] == 1  # best fit, per node
+    # one kind per job, first fit: the kind with the most room, then best fit on it
+    assert allocs[0]["allocation"] == [2, 0] and allocs[0]["nodes"] == 1
+    assert allocs[0]["node_kind"] == "fast"  # several kinds: the log names the one used
+
+
+def test_observations_are_kept_per_kind_of_node():
+    r = JobRecord.new(JobSpec("j", 0.0, "toy", 2, 64), LIMITS, 0.0, ("a", "a", "b"))
+    r.set_allocation((1, 0, 0))
+    assert r.kind == "a"
+    r.obs.record((1, 1, 32), 0.1, 0.0)
+    seen_on_a = r.obs
+    r.set_allocation((0, 0, 1))  # moved to kind b: a fresh model there
+    assert r.kind == "b" and r.obs is not seen_on_a and not r.obs.configurations
+    r.set_allocation((0, 0, 0))  # stopped: still remembers it ran on b last
+    assert r.kind == "b"
+    r.set_allocation((0, 1, 0))  # back on a: its observations there are back
+    assert r.kind == "a" and r.obs is seen_on_a and r.by_kind["b"].max_observed_replicas == 0

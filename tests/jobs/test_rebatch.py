@@ -241,7 +241,7 @@ def test_set_plan_averages_over_the_new_k_and_restarts_the_pair(one_rank_group) 
     assert runner.step(stop=False).raw_sqr is None
     assert runner.step(stop=False).raw_sqr is not None
     runner.set_plan(plan_batch(job, 1, 16))
-    assert (runner.plan.local_bsz, runner.plan.micro_batches) == (4, 4)
+    assert (runner.plan.micro, runner.plan.micro_batches) == (4, 4)
     ref = copy.deepcopy(model)
     stream = SampleStream(64, seed=0)
     stream.take(8)

@@ -56,7 +56,7 @@ def _setup(batch: int):
 
 def test_accumulated_step_matches_manual(one_rank_group) -> None:
     split, job, model, ref, plan, runner = _setup(16)
-    assert (plan.local_bsz, plan.accum_steps, plan.micro_batches) == (4, 3, 4)
+    assert (plan.micro, plan.accum, plan.micro_batches) == (4, 3, 4)
     idx = SampleStream(64, seed=0).take(16)
     micro = [_grad(ref, split.inputs[idx[a * 4:(a + 1) * 4]], split.targets[idx[a * 4:(a + 1) * 4]])
              for a in range(4)]

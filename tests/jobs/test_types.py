@@ -49,15 +49,15 @@ def test_unknown_type_names_the_choices() -> None:
 def test_plan_batch_splits_and_accumulates() -> None:
     job = JOB_TYPES["mlp-mnist1d"]  # local batch 4..256
     p = plan_batch(job, 2, 64)
-    assert (p.local_bsz, p.accum_steps, p.batch_size, p.micro_batches) == (32, 0, 64, 2)
+    assert (p.micro, p.accum, p.batch_size, p.micro_batches) == (32, 0, 64, 2)
     p = plan_batch(job, 1, 512)
-    assert (p.local_bsz, p.accum_steps, p.batch_size, p.scale) == (256, 1, 512, 16.0)
+    assert (p.micro, p.accum, p.batch_size, p.scale) == (256, 1, 512, 16.0)
     p = plan_batch(job, 3, 500)  # not divisible: nearest feasible, never above the max
-    assert p.batch_size == 3 * p.local_bsz * (p.accum_steps + 1)
-    assert abs(p.batch_size - 500) < 3 * (p.accum_steps + 1)
+    assert p.batch_size == 3 * p.micro * (p.accum + 1)
+    assert abs(p.batch_size - 500) < 3 * (p.accum + 1)
     assert plan_batch(job, 3, 512).batch_size <= 512
     p = plan_batch(job, 2, 9)  # 9/2 rounds to 4 or 5 per worker
-    assert p.batch_size in (8, 10) and p.local_bsz >= job.limits.min_local_bsz
+    assert p.batch_size in (8, 10) and p.micro >= job.limits.min_local_bsz
 
 
 def test_sample_order_is_independent_of_partitioning() -> None:

@@ -37,7 +37,8 @@ def slots(d, name):
 
 def test_registry_has_variants_outside_all():
     assert set(VARIANTS) <= set(REGISTRY)
-    assert policy_names() == sorted(["fixed", "dynamic", "pollux", "tiresias", "optimus-oracle"])
+    assert policy_names() == sorted(["fixed", "dynamic", "gavel", "pollux", "sia", "tiresias",
+                                   "optimus-oracle"])
     assert policy_names(primary=False, variants=True) == sorted(VARIANTS)
     assert "optimus-oracle" not in policy_names(variants=True, oracles=False)
     for name in (*VARIANTS, "pollux"):

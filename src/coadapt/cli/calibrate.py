@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coadapt.cli.errors import fail
+
+if TYPE_CHECKING:
+    from coadapt.world.cluster import ClusterSpec
 
 CALIBRATE_HELP = """\
 Measure what a live job pays besides its steady training steps, per job type,
@@ -25,6 +29,15 @@ pairs. Writes out/calibrations/<machine id>.json unless --out. Every calibration
 records this machine's fingerprint (CPU model and flags, cores, kernel, torch);
 'coadapt simulate' and 'coadapt live' warn when the one they use is another
 machine's.
+
+--quick --cluster 1x1:native,1x1:legacy (any kinds; --kinds FILE adds your own):
+per job type and per node kind the cluster uses, plus native as the reference,
+the steady step on workers emulating the kind (its instruction-set limits and
+a cgroup with its CPU quota): 1 worker at M0 and 4 M0, 2 workers at M0. Writes
+the compute and sync factors against the shipped profiles, with their spread,
+to out/calibrations/<machine id>-kinds.json unless --out (about 3-4 minutes
+for three kinds on 2 cores); the machine calibration is the one without
+--cluster. A cluster of plain nodes only (no kind, or native) changes nothing.
 """
 
 
@@ -44,6 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds of training per phase (default 6)")
     p.add_argument("--pair", type=float, default=10.0,
                    help="seconds side by side per pair of job types (default 10)")
+    p.add_argument("--cluster", default=None,
+                   help="with --quick: measure the node kinds this cluster uses, e.g. "
+                   "1x1:native,1x1:legacy (writes <machine id>-kinds.json)")
+    p.add_argument("--kinds", default=None, metavar="FILE",
+                   help="TOML file of more node kinds ([kind.NAME] tables, as "
+                   "coadapt/world/kinds.toml)")
     p.set_defaults(func=run)
 
 
@@ -86,6 +105,19 @@ def run(args: argparse.Namespace) -> int:
             p = profiles[app]
             steps[app] = p.throughput((1,), p.limits.init_batch_size)[0]
     t0 = time.monotonic()
+    if args.cluster is not None:
+        from coadapt.tools.measure.kinds import needs_kinds
+        from coadapt.world.cluster import ClusterSpec
+
+        try:
+            cluster = ClusterSpec.parse(args.cluster)
+        except ValueError as exc:
+            return fail("calibrate", str(exc))
+        if needs_kinds(cluster):
+            if not args.quick:
+                return fail("calibrate", "--cluster: node kinds are measured by --quick "
+                            "(add --quick)")
+            return _kinds(args, apps, cluster, profiles, (cores[0], cores[1]), t0)
     if args.quick:
         out = (Path(args.out) if args.out
                else CALIBRATIONS_DIR / f"{machine_fingerprint()['id']}.json")
@@ -113,6 +145,47 @@ def run(args: argparse.Namespace) -> int:
             + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
     sys.stdout.write(f"wrote {out} in {time.monotonic() - t0:.0f} s ({socket.gethostname()}, "
                      f"{machine_fingerprint()['cpu_model']})\n")
+    return 0
+
+
+def _kinds(args: argparse.Namespace, apps: list[str], cluster: ClusterSpec, profiles: dict,
+           cores: tuple[int, int], t0: float) -> int:
+    """The per-kind calibration of ``cluster``'s kinds (see CALIBRATE_HELP)."""
+    import logging
+    import time
+
+    from coadapt.backends.live.kinds import (
+        CgroupUnavailable,
+        cleanup_leftovers,
+        quota_kinds,
+        require_cpu_controller,
+    )
+    from coadapt.tools.measure.kinds import format_kinds, kind_runs, measure_kinds, measured_kinds
+    from coadapt.ui.progress import ProgressBar
+    from coadapt.world.costs import CALIBRATIONS_DIR, machine_fingerprint
+    from coadapt.world.kinds import KindError, load_kinds
+
+    measure = measured_kinds(cluster)
+    try:
+        kinds = load_kinds(args.kinds)
+        needing = quota_kinds(cluster, kinds)  # KindError for an unknown kind
+        if needing:
+            require_cpu_controller(needing)
+    except (KindError, CgroupUnavailable) as exc:
+        return fail("calibrate", str(exc))
+    for left in cleanup_leftovers():
+        logging.getLogger(__name__).warning(
+            "removed leftover cgroup %s from a run that did not end cleanly", left.path)
+    out = (Path(args.out) if args.out
+           else CALIBRATIONS_DIR / f"{machine_fingerprint()['id']}-kinds.json")
+    bar = ProgressBar(total=kind_runs([a for a in apps if a in profiles], measure),
+                      label="calibrate --quick kinds", unit="runs")
+    speeds = measure_kinds(apps, kinds, measure, profiles, out, cores,
+                           tick=lambda note: bar.advance(1, note))
+    bar.close()
+    sys.stdout.write(format_kinds(speeds) + "\n")
+    sys.stdout.write(f"wrote {out} in {time.monotonic() - t0:.0f} s "
+                     f"({machine_fingerprint()['cpu_model']})\n")
     return 0
 
 

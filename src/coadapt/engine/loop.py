@@ -47,14 +47,19 @@ class Engine:
                  env: simpy.Environment | None = None,
                  on_progress: Callable[[int, int, float], None] | None = None,
                  round_info: Callable[[float], dict[str, Any]] | None = None,
-                 first_round: float | None = None) -> None:
+                 first_round: float | None = None,
+                 kind_speed: Mapping[str, Mapping[str, float]] | None = None,
+                 restart_penalty: Mapping[str, float] | None = None) -> None:
         self.workload, self.limits, self.backend, self.policy = workload, limits, backend, policy
+        self.kind_speed = kind_speed or {}  # Sia's bootstrap, shown to every policy
+        self.restart_penalty = restart_penalty or {}
         self.cluster, self.log = cluster, log
         self.interval, self.restart_delay = interval, restart_delay
         self.env = env or simpy.Environment()
         self.on_progress = on_progress
         self.round_info = round_info
         self.first_round = interval if first_round is None else first_round
+        self._kinds = len(cluster.kinds) > 1  # allocate events name the kind
         self.active: list[JobHandle] = []
         self.jobs: list[JobHandle] = []
         self.abandoned: set[str] = set()
@@ -108,7 +113,8 @@ class Engine:
         nodes = self.cluster.num_nodes
         snap = Snapshot(now, self.cluster.nodes,
                         tuple(j.record.view(now, nodes, self._oracle(j)) for j in self.active),
-                        self.restart_delay, self.interval)
+                        self.restart_delay, self.interval, self.kind_speed,
+                        self.restart_penalty)
         t0 = time.perf_counter()
         decision = self.policy.decide(snap)
         ms = (time.perf_counter() - t0) * 1e3
@@ -121,10 +127,11 @@ class Engine:
             used += sum(a.allocation)
             if job.apply(a, now):
                 r = job.record
+                on = {"node_kind": r.kind} if self._kinds and r.replicas else {}
                 self.log.emit(now, "allocate", r.name, allocation=list(a.allocation),
                               replicas=r.replicas, nodes=len(r.nodes_used), batch=r.batch_size,
                               micro=r.micro, accum=r.accum, restart=r.restarts > 0,
-                              adaptive=r.adaptive)
+                              adaptive=r.adaptive, **on)
         self._watch(used, now)
         self._watch_progress(now)
         extra = self.round_info(now) if self.round_info is not None else {}
@@ -186,6 +193,11 @@ class Engine:
                                     f"{a.allocation}; the cluster has {self.cluster.num_nodes} "
                                     "nodes")
             load = [x + y for x, y in zip(load, a.allocation, strict=True)]
+            if self._kinds:
+                try:
+                    self.cluster.kind_of(a.allocation)
+                except ValueError as err:
+                    raise DecisionError(f"policy {self.policy.name} gave {name} {err}") from None
         over = [i for i, (x, cap) in enumerate(zip(load, self.cluster.slots_per_node, strict=True))
                 if x > cap]
         if over:

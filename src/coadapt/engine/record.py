@@ -7,7 +7,7 @@ or live) updates it; the engine turns it into the ``JobView`` a policy sees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from coadapt.engine.observations import Key, Observations, key
 from coadapt.models.batching import JobLimits, split_batch
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import JobView, Oracle
+from coadapt.world.cluster import DEFAULT_KIND
 from coadapt.world.workload import JobSpec
 
 
@@ -32,10 +33,17 @@ class JobRecord:
     attained: float = 0.0
     last_t: float = 0.0
     completed_at: float | None = None
+    node_kinds: tuple[str, ...] = ()  # the kind of each node of the cluster (empty: the default)
+    kind: str | None = None  # the kind it runs on now, or ran on last; None: never ran
+    by_kind: dict[str, Observations] = field(default_factory=dict)
+    """Observations per kind it ran on (``obs`` is the current kind's): a job's
+    steps on one kind of node say nothing exact about another."""
 
     @classmethod
-    def new(cls, spec: JobSpec, limits: JobLimits, now: float) -> JobRecord:
-        return cls(spec, limits, Observations(limits.init_batch_size), last_t=now)
+    def new(cls, spec: JobSpec, limits: JobLimits, now: float,
+            node_kinds: tuple[str, ...] = ()) -> JobRecord:
+        return cls(spec, limits, Observations(limits.init_batch_size), last_t=now,
+                   node_kinds=node_kinds)
 
     @property
     def name(self) -> str:
@@ -82,8 +90,32 @@ class JobRecord:
         self.allocation = allocation
         if self.replicas:
             self.restarts += 1
+            self._use_kind(self.node_kinds[self.nodes_used[0]] if self.node_kinds
+                           else DEFAULT_KIND)
         else:
             self.micro = self.accum = 0
+
+    def _use_kind(self, kind: str) -> None:
+        """Switch the observations (and so the fitted model) to ``kind``'s."""
+        if kind == self.kind:
+            return
+        if self.kind is not None:
+            self.by_kind[self.kind] = self.obs
+            self.obs = self.by_kind.get(kind) or Observations(self.limits.init_batch_size)
+        self.kind = kind
+
+    @property
+    def max_observed_replicas(self) -> int:
+        """The most replicas it has run at on any kind (what limits its growth,
+        as Sia's ``share_max_replicas``; on one kind, its observations')."""
+        return max([self.obs.max_observed_replicas,
+                    *(o.max_observed_replicas for o in self.by_kind.values())])
+
+    @property
+    def models(self) -> dict[str, GoodputModel]:
+        """The model fitted on each kind it ran on."""
+        obs = {**self.by_kind, **({self.kind: self.obs} if self.kind is not None else {})}
+        return {k: o.model for k, o in obs.items() if o.model is not None}
 
     def choose_batch(self, batch: int | None) -> None:
         """Micro-batch and accumulation for the batch the scheduler chose; with
@@ -92,7 +124,7 @@ class JobRecord:
         lim, r = self.limits, self.replicas
         if batch is None and self.adaptive and self.model is not None:
             c = self.model.optimize(np.array([len(self.nodes_used)]), np.array([r]), lim)
-            self.micro, self.accum = int(c.local_bsz[0]), int(c.accum_steps[0])
+            self.micro, self.accum = int(c.micro[0]), int(c.accum[0])
             return
         if batch is None:
             batch = max(lim.init_batch_size, lim.min_local_bsz * r) if self.adaptive else \
@@ -107,5 +139,6 @@ class JobRecord:
             attained_service=self.attained, restarts=max(self.restarts, 0),
             allocation=self.allocation or (0,) * nodes, batch_size=self.batch_size,
             requested_replicas=self.spec.num_replicas, requested_batch=self.spec.batch_size,
-            limits=self.limits, max_observed_replicas=self.obs.max_observed_replicas,
-            progress=self.progress, model=self.model, oracle=oracle, weight=self.spec.weight)
+            limits=self.limits, max_observed_replicas=self.max_observed_replicas,
+            progress=self.progress, model=self.model, oracle=oracle, weight=self.spec.weight,
+            kind=self.kind, models=self.models)

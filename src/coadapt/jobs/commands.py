@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 RUN_HELP = """\
 Train one job with K data-parallel worker processes (torch.distributed, gloo)
-at batch size M = K x local_bsz x (accum_steps + 1); the LR follows AdaScale and
+at batch size M = K x micro x (accum + 1); the LR follows AdaScale and
 progress is counted in iterations at the job type's initial batch M0.
 
 The job validates every eval_every progress and stops once its target is

@@ -125,15 +125,15 @@ class Group:
             raise
         kind = "start" if self.meta["launches"] == 1 else "restart"
         self._emit(kind, job_type=cfg.job_type, workers=cfg.workers,
-                   batch_size=plan.batch_size, local_bsz=plan.local_bsz,
-                   accum_steps=plan.accum_steps, launch=self.meta["launches"],
+                   batch_size=plan.batch_size, local_bsz=plan.micro,
+                   accum_steps=plan.accum, launch=self.meta["launches"],
                    seed=self.meta["seed"], pids=self.pids, wall=now,
                    cores=list(self._cores) if self._cores is not None else None,
                    **(cfg.network or {"network": "loopback"}),
                    **({"addresses": [e.address for e in ends]} if ends else {}))
         log.info("%s %s: %d workers, batch %d (local %d x %d micro-steps), pids %s, cores %s",
-                 kind, self.job_id, cfg.workers, plan.batch_size, plan.local_bsz,
-                 plan.accum_steps + 1, self.pids, self._cores)
+                 kind, self.job_id, cfg.workers, plan.batch_size, plan.micro,
+                 plan.accum + 1, self.pids, self._cores)
         return self
 
     @property
@@ -197,7 +197,7 @@ class Group:
         assert self.meta is not None
         seq = self.control.send(batch, plan, launch=self.meta["launches"])
         log.info("job %s: batch %d requested (local %d x %d micro-steps), seq %d", self.job_id,
-                 batch, plan.local_bsz, plan.accum_steps + 1, seq)
+                 batch, plan.micro, plan.accum + 1, seq)
         return plan
 
     def kill(self, timeout: float = 5.0) -> None:

@@ -4,7 +4,8 @@ the rendezvous and the processes.
 Rank i runs ``python -m coadapt.jobs.worker`` with its ``WorkerSpec`` and the
 standard rendezvous variables (rank 0's address and a free port) in its
 environment, one BLAS thread, its output in ``logs/worker-<i>.log``, pinned to
-``cores[i]`` and, on an emulated network, inside its node's namespace.
+``cores[i]``, on an emulated network inside its node's namespace and, on a
+node of an emulated kind, with that kind's recipe (``WorkerRecipe``).
 Supervising the processes is ``coadapt.jobs.group``'s.
 """
 
@@ -16,7 +17,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +30,17 @@ from coadapt.jobs.types import ConfigError
 log = logging.getLogger(__name__)
 
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class WorkerRecipe:
+    """How one rank emulates its node's kind (``coadapt.world.kinds``): ``env``
+    is in its environment from interpreter start (so before torch reads its
+    instruction-set limits); ``cgroup``, a cgroup directory, is joined before
+    exec (the kind's CPU quota). The empty recipe is a plain worker."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    cgroup: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,10 @@ class RunConfig:
     ``endpoints`` runs rank i in the network namespace of an emulated node
     (``coadapt.backends.live.nodes``), the rendezvous at rank 0's node address; None: every
     rank on this machine's loopback. ``network`` describes it in the start
-    event (e.g. {"network": "emulated", "bandwidth_gbps": 1})."""
+    event (e.g. {"network": "emulated", "bandwidth_gbps": 1}).
+
+    ``recipes`` gives rank i the recipe of its node's kind (environment and
+    cgroup, ``coadapt.backends.live.kinds``); None: plain workers."""
 
     job_type: str
     workers: int
@@ -69,6 +84,7 @@ class RunConfig:
     verify_timeout: float = 300.0
     endpoints: tuple[Endpoint, ...] | None = None
     network: Mapping[str, Any] | None = None
+    recipes: tuple[WorkerRecipe, ...] | None = None
 
 
 def check_cores(cores: tuple[int, ...] | None, workers: int) -> tuple[int, ...] | None:
@@ -93,6 +109,20 @@ def check_cores(cores: tuple[int, ...] | None, workers: int) -> tuple[int, ...] 
     return cores
 
 
+def check_recipes(recipes: tuple[WorkerRecipe, ...] | None, workers: int) -> None:
+    """One recipe per worker, each cgroup present (a missing one would otherwise
+    surface as an opaque preexec_fn failure when launching)."""
+    if recipes is None:
+        return
+    if len(recipes) != workers:
+        raise ConfigError("recipes", f"needs one per worker: {len(recipes)} for {workers} "
+                          "workers")
+    for r in recipes:
+        if r.cgroup is not None and not (Path(r.cgroup) / "cgroup.procs").is_file():
+            raise ConfigError("recipes", f"cgroup {r.cgroup} does not exist (removed while "
+                              "the run was still launching?)")
+
+
 def check_config(cfg: RunConfig) -> tuple[int, ...] | None:
     """ConfigError for a setting no launch can honour; returns the checked cores.
     (The batch is checked against the job type by ``rebatch.BatchControl``.)"""
@@ -102,6 +132,7 @@ def check_config(cfg: RunConfig) -> tuple[int, ...] | None:
     if cfg.endpoints is not None and len(cfg.endpoints) != cfg.workers:
         raise ConfigError("endpoints", f"needs one per worker: {len(cfg.endpoints)} for "
                           f"{cfg.workers} workers")
+    check_recipes(cfg.recipes, cfg.workers)
     if not cfg.worker_timeout > 0:
         raise ConfigError("worker-timeout", f"must be positive (got {cfg.worker_timeout})")
     if not cfg.exit_grace >= 0:
@@ -145,9 +176,11 @@ def rendezvous_port(cfg: RunConfig) -> int:
 
 
 def worker_env(cfg: RunConfig, spec: WorkerSpec, rank: int, port: int) -> dict[str, str]:
-    """Rank ``rank``'s environment: its spec, the rendezvous, one thread."""
+    """Rank ``rank``'s environment: its kind's recipe, its spec, the rendezvous,
+    one thread."""
     ends = cfg.endpoints
-    return {**os.environ, **THREAD_ENV, SPEC_ENV: spec.to_json(),
+    recipe = cfg.recipes[rank].env if cfg.recipes else {}
+    return {**os.environ, **THREAD_ENV, **recipe, SPEC_ENV: spec.to_json(),
             "MASTER_ADDR": ends[0].address if ends else "127.0.0.1",
             "MASTER_PORT": str(port),
             "WORLD_SIZE": str(cfg.workers), "RANK": str(rank),
@@ -170,5 +203,6 @@ def launch_workers(cfg: RunConfig, spec: WorkerSpec, cores: tuple[int, ...] | No
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "coadapt.jobs.worker"], env=worker_env(cfg, spec, rank, port),
             stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-            preexec_fn=worker_preexec(core, ends[rank].ns_path if ends else None),
+            preexec_fn=worker_preexec(core, ends[rank].ns_path if ends else None,
+                                      cfg.recipes[rank].cgroup if cfg.recipes else None),
             start_new_session=True))

@@ -119,12 +119,12 @@ class TrainLoop:
         self.plan = plan
         st = self.state
         log.info("rebatch at step %d: batch %d -> %d (local %d x %d micro-steps), "
-                 "requested %d", st["step"], old.batch_size, plan.batch_size, plan.local_bsz,
-                 plan.accum_steps + 1, request)
+                 "requested %d", st["step"], old.batch_size, plan.batch_size, plan.micro,
+                 plan.accum + 1, request)
         seq = (self.control.value or {}).get("seq") if self.control is not None else None
         self.emit("progress", reason="rebatch", step=st["step"], run_step=run_step,
-                  batch_size=plan.batch_size, local_bsz=plan.local_bsz,
-                  accum_steps=plan.accum_steps, workers=self.world, requested=request,
+                  batch_size=plan.batch_size, local_bsz=plan.micro,
+                  accum_steps=plan.accum, workers=self.world, requested=request,
                   previous_batch_size=old.batch_size, seq=seq, progress=st["progress"],
                   samples=st["samples"])
 
@@ -163,7 +163,7 @@ class TrainLoop:
             st["epoch"], st["pos"] = stream.epoch, stream.pos
             self.emit("observation", step=st["step"], run_step=run_steps,
                       step_time=res.step_time, sync_time=res.sync_time, cpu_time=res.cpu_time,
-                      local_bsz=plan.local_bsz, accum_steps=plan.accum_steps,
+                      local_bsz=plan.micro, accum_steps=plan.accum,
                       batch_size=plan.batch_size, workers=self.world,
                       grad_sqr=ema.sqr, grad_var=ema.var, raw_sqr=res.raw_sqr,
                       raw_var=res.raw_var, gain=res.gain, lr=res.lr, loss=res.loss,
@@ -213,7 +213,7 @@ class TrainLoop:
             "gradstats": self.ema.state_dict(), "rng_torch": torch.get_rng_state(),
             "first_start_wall": self.first_start, "elapsed": self.t(),
             "workers": self.world, "batch_size": plan.batch_size,
-            "local_bsz": plan.local_bsz, "accum_steps": plan.accum_steps,
+            "local_bsz": plan.micro, "accum_steps": plan.accum,
             **st,
         }
         size = atomic_save(obj, self.dir / CKPT_FILE)

@@ -6,7 +6,9 @@ if the parent pid changes (covers a parent that died before prctl, and other
 platforms). SIGTERM is blocked across the exec so a stop request that arrives
 before the worker installed its handler stays pending instead of killing it.
 A worker can also be pinned to one CPU core (``os.sched_setaffinity`` in the
-same pre-exec hook), so from interpreter start-up on it runs only on that core.
+same pre-exec hook), so from interpreter start-up on it runs only on that core,
+and join a cgroup there (an emulated node kind's CPU quota), so not one
+instruction of it runs outside the quota.
 """
 
 from __future__ import annotations
@@ -38,30 +40,48 @@ def can_pin() -> bool:
     return hasattr(os, "sched_setaffinity")
 
 
-def worker_preexec(core: int | None = None, netns: str | None = None) -> Callable[[], None]:
+def join_cgroup(cgroup: str) -> None:
+    """Move this process into the cgroup directory ``cgroup`` (v1 or v2: both
+    have ``cgroup.procs``). Plain os calls: it runs in a forked child."""
+    fd = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
+def worker_preexec(core: int | None = None, netns: str | None = None,
+                   cgroup: str | None = None) -> Callable[[], None]:
     """The Popen ``preexec_fn`` of a worker (runs in the forked child before exec):
     block SIGTERM across the exec, die with the parent, run only on ``core``,
-    inside the network namespace ``netns`` (an emulated node) when given."""
+    inside the network namespace ``netns`` (an emulated node) and the cgroup
+    ``cgroup`` (its kind's CPU quota) when given."""
 
     def preexec() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         set_pdeathsig(signal.SIGKILL)
         if core is not None:
             os.sched_setaffinity(0, {core})
+        if cgroup is not None:
+            join_cgroup(cgroup)
         if netns is not None:
             enter_netns(netns)
 
     return preexec
 
 
-def helper_preexec(cores: Collection[int] | None = None) -> Callable[[], None]:
+def helper_preexec(cores: Collection[int] | None = None,
+                   cgroup: str | None = None) -> Callable[[], None]:
     """The ``preexec_fn`` of a short helper of a job (the verifier): die with the
-    parent, and stay on the job's ``cores`` so it does not disturb other jobs."""
+    parent, and stay on the job's ``cores`` (and in its ``cgroup``) so it does
+    not disturb other jobs."""
 
     def preexec() -> None:
         set_pdeathsig(signal.SIGKILL)
         if cores:
             os.sched_setaffinity(0, set(cores))
+        if cgroup is not None:
+            join_cgroup(cgroup)
 
     return preexec
 
@@ -102,6 +122,13 @@ def pid_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     fields = _stat_fields(pid)
     return fields is not None and fields[0] != "Z"
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), or None when it is gone:
+    with the pid, an identity that survives pid reuse."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
 
 
 def parent_of(pid: int) -> int | None:

@@ -140,16 +140,16 @@ class StepRunner:
         ``batch_request`` is rank 0's requested batch size (0 on other ranks)."""
         t0, c0 = time.perf_counter(), time.process_time()
         plan, r, world = self.plan, self.rank, self.world
-        m, accum = plan.local_bsz, plan.accum_steps + 1
+        m, passes = plan.micro, plan.accum + 1
         idx = self.stream.take(plan.batch_size)
         self.opt.zero_grad(set_to_none=True)
         self._local.zero_()
         self._sync.seconds = 0.0
         loss_sum = 0.0
-        for a in range(accum):
+        for a in range(passes):
             lo = (a * world + r) * m
             sel = idx[lo: lo + m]
-            ctx = self.ddp.no_sync() if a < accum - 1 else nullcontext()
+            ctx = self.ddp.no_sync() if a < passes - 1 else nullcontext()
             with ctx:
                 loss = train_loss(self.job.task, self.ddp(self.train.inputs[sel]),
                                   self.train.targets[sel])

@@ -51,18 +51,18 @@ class JobType(DeclaredJobType):
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """Batch M = workers * local_bsz * (accum_steps + 1), as actually run."""
+    """Batch M = workers * micro * (accum + 1), as actually run."""
 
     workers: int
-    local_bsz: int
-    accum_steps: int
+    micro: int
+    accum: int
     batch_size: int
     init_batch_size: int
 
     @property
     def micro_batches(self) -> int:
         """K = R * (s + 1): independent gradient samples per optimizer step."""
-        return self.workers * (self.accum_steps + 1)
+        return self.workers * (self.accum + 1)
 
     @property
     def scale(self) -> float:
@@ -87,8 +87,8 @@ def plan_batch(job: DeclaredJobType, workers: int, batch_size: int) -> BatchPlan
         raise ConfigError(
             "batch", f"{batch_size} exceeds max_batch_size {lim.max_batch_size} of job type "
             f"{job.name}; lower the batch")
-    micro, accum = split_batch(batch_size, workers, lim)
-    local, accum = int(micro), int(accum)
-    return BatchPlan(workers=workers, local_bsz=local, accum_steps=accum,
-                     batch_size=workers * local * (accum + 1),
+    m, s = split_batch(batch_size, workers, lim)
+    micro, accum = int(m), int(s)
+    return BatchPlan(workers=workers, micro=micro, accum=accum,
+                     batch_size=workers * micro * (accum + 1),
                      init_batch_size=lim.init_batch_size)

@@ -51,6 +51,10 @@ def job_table(events: list[Event]) -> pl.DataFrame:
     changes = [(e["t"], 1.0) for e in kinds["submit"]] + [(e["t"], -1.0) for e in kinds["complete"]]
     times, level = _step(changes)
     area = _area(times, level)
+    ran_on: dict[str, dict[str, None]] = {}  # kinds of node each job ran on, in order
+    for e in kinds["allocate"]:
+        if "node_kind" in e:
+            ran_on.setdefault(e["job"], {})[e["node_kind"]] = None
     rows = []
     for name, s in subs.items():
         c = done.get(name)
@@ -68,6 +72,8 @@ def job_table(events: list[Event]) -> pl.DataFrame:
                 row["share"], row["t_iso"] = f["share"], f["t_iso"]
                 row["n_iso"] = f.get("n_avg")  # the yardstick's N, not this run's n_avg
                 row["rho"] = row["jct"] / f["t_iso"]
+        if ran_on:  # a cluster of several kinds: which ones the job ran on
+            row["node_kinds"] = "+".join(ran_on.get(name, ()))
         rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
 

@@ -85,13 +85,13 @@ def network_time(p: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.n
 
 
 def step_time(p: np.ndarray, nodes: np.ndarray, replicas: np.ndarray,
-              local_bsz: np.ndarray, accum_steps: np.ndarray) -> np.ndarray:
+              micro: np.ndarray, accum: np.ndarray) -> np.ndarray:
     """Predicted seconds per optimizer step: s*T_acc + (T_acc^g + T_net^g)^(1/g)."""
-    t_acc = p[0] + p[1] * local_bsz
+    t_acc = p[0] + p[1] * micro
     t_net = network_time(p, nodes, replicas)
     g = p[6]
     log_sync = np.logaddexp(g * np.log(t_acc), g * np.log(t_net)) / g
-    return accum_steps * t_acc + np.exp(log_sync)
+    return accum * t_acc + np.exp(log_sync)
 
 
 def _objective(x: np.ndarray, nodes: np.ndarray, replicas: np.ndarray, m: np.ndarray,
@@ -129,7 +129,7 @@ def _objective(x: np.ndarray, nodes: np.ndarray, replicas: np.ndarray, m: np.nda
     return value, grad
 
 
-def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: np.ndarray,
+def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, micro: np.ndarray,
                     step_time_obs: np.ndarray, sync_time_obs: np.ndarray,
                     init: PerfParams | None = None) -> PerfParams:
     """Fit PerfParams to observed steps (one row per configuration).
@@ -142,7 +142,7 @@ def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: 
     """
     nodes = np.asarray(num_nodes, dtype=float)
     replicas = np.asarray(num_replicas, dtype=float)
-    m = np.asarray(local_bsz, dtype=float)
+    m = np.asarray(micro, dtype=float)
     step = np.asarray(step_time_obs, dtype=float)
     acc = np.maximum(step - np.asarray(sync_time_obs, dtype=float), _TINY)
     x0 = init.as_array() if init is not None else np.array([0.1, 0.01] * 3 + [1.001])
@@ -184,14 +184,14 @@ def fit_perf_params(num_nodes: np.ndarray, num_replicas: np.ndarray, local_bsz: 
     return PerfParams(*map(float, x))
 
 
-def predicts_well(perf: PerfParams, nodes: int, replicas: int, local_bsz: float,
+def predicts_well(perf: PerfParams, nodes: int, replicas: int, micro: float,
                   step_time_obs: float, sync_time_obs: float, tol: float = 0.02) -> bool:
     """True when the model already predicts this observation (step and
     compute time) within ``tol``: refitting would change little."""
     p = perf.as_array()
-    n, r, m = (np.array([float(v)]) for v in (nodes, replicas, local_bsz))
+    n, r, m = (np.array([float(v)]) for v in (nodes, replicas, micro))
     pred_step = float(step_time(p, n, r, m, np.zeros(1))[0])
-    pred_acc = p[0] + p[1] * local_bsz
+    pred_acc = p[0] + p[1] * micro
     acc = max(step_time_obs - sync_time_obs, _TINY)
     return abs(pred_step / step_time_obs - 1) < tol and abs(pred_acc / acc - 1) < tol
 
@@ -201,12 +201,12 @@ class BatchChoice:
     """Best configuration per allocation: goodput, micro-batch, accumulation."""
 
     goodput: np.ndarray
-    local_bsz: np.ndarray
-    accum_steps: np.ndarray
+    micro: np.ndarray
+    accum: np.ndarray
 
     @property
     def batch_size(self) -> np.ndarray:
-        return self.local_bsz * (self.accum_steps + 1)
+        return self.micro * (self.accum + 1)
 
 
 @dataclass(frozen=True)
@@ -217,17 +217,17 @@ class GoodputModel:
     grad: GradParams
     init_batch_size: int
 
-    def throughput(self, nodes, replicas, local_bsz, accum_steps) -> np.ndarray:
+    def throughput(self, nodes, replicas, micro, accum) -> np.ndarray:
         p = self.perf.as_array()
-        batch = replicas * local_bsz * (accum_steps + 1)
-        return batch / step_time(p, nodes, replicas, local_bsz, accum_steps)
+        batch = replicas * micro * (accum + 1)
+        return batch / step_time(p, nodes, replicas, micro, accum)
 
     def efficiency(self, batch_size) -> np.ndarray:
         return efficiency(self.grad.sqr, self.grad.var, batch_size / self.init_batch_size)
 
-    def goodput(self, nodes, replicas, local_bsz, accum_steps) -> np.ndarray:
-        batch = replicas * local_bsz * (accum_steps + 1)
-        return self.throughput(nodes, replicas, local_bsz, accum_steps) * self.efficiency(batch)
+    def goodput(self, nodes, replicas, micro, accum) -> np.ndarray:
+        batch = replicas * micro * (accum + 1)
+        return self.throughput(nodes, replicas, micro, accum) * self.efficiency(batch)
 
     def optimize(self, nodes, replicas, limits: JobLimits,
                  num_candidates: int = 50) -> BatchChoice:

@@ -1,6 +1,6 @@
 """Scheduling policies; importing this package registers every policy."""
 
-from coadapt.policies import dynamic, fixed, optimus, pollux, tiresias  # noqa: F401
+from coadapt.policies import dynamic, fixed, gavel, optimus, pollux, sia, tiresias  # noqa: F401
 from coadapt.policies.base import (
     PRIMARY,
     REGISTRY,

@@ -10,8 +10,8 @@ node and batch size for each job. Only a policy that sets ``uses_oracle`` gets
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from coadapt.models.batching import JobLimits
@@ -45,6 +45,10 @@ class JobView:
     model: GoodputModel | None  # fitted from the job's own observations
     oracle: Oracle | None = None
     weight: float = 1.0  # the job's priority (workload ``weight`` column)
+    kind: str | None = None  # the kind of node it runs on now, or ran on last (None: never ran)
+    models: Mapping[str, GoodputModel] = field(default_factory=dict)
+    """Per kind the job has run on, the model fitted from its observations there
+    (``model`` is the one of ``kind``: a kind-unaware policy uses just that)."""
 
     @property
     def replicas(self) -> int:
@@ -62,6 +66,13 @@ class Snapshot(NodeSlots):
     jobs: tuple[JobView, ...]  # active jobs in submission order
     restart_delay: float
     interval: float
+    kind_speed: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Sia's bootstrap, the one thing of the truth a kind-aware policy may know:
+    per job type and kind, one worker's samples/s at the type's initial batch,
+    as an operator profiles once per job type and kind (empty on one kind)."""
+    restart_penalty: Mapping[str, float] = field(default_factory=dict)
+    """Per job type, the restart penalty S a policy assumes where a study sets
+    one (Sia's per-model S); others: ``restart_delay``."""
 
 
 @dataclass(frozen=True)

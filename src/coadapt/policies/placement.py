@@ -32,13 +32,52 @@ class Placer(Protocol):
         ...
 
 
+def by_kind(place, counts: Mapping[str, int], nodes: tuple[Node, ...],
+            current: Mapping[str, tuple[int, ...]]) -> Placement:
+    """Run ``place(counts, nodes, current)`` once per kind of node, so that a
+    job runs on one kind at a time (as in Sia). First fit: a running job stays
+    on its kind while it fits there; another goes to the kind with the most
+    slots not yet promised that fits it whole (else the one with the most).
+    On one kind this is ``place`` itself, unchanged."""
+    kinds = tuple(dict.fromkeys(n.kind for n in nodes))
+    if len(kinds) == 1:
+        return place(counts, nodes, current)
+    idx = {k: [i for i, n in enumerate(nodes) if n.kind == k] for k in kinds}
+    room = {k: sum(nodes[i].slots for i in idx[k]) for k in kinds}
+    chosen: dict[str, str] = {}
+    for name, want in counts.items():
+        cur = current.get(name)
+        used = {nodes[i].kind for i, a in enumerate(cur or ()) if a}
+        if want > 0 and len(used) == 1 and room[k := used.pop()] >= want:
+            chosen[name], room[k] = k, room[k] - want
+    for name, want in counts.items():
+        if want > 0 and name not in chosen:
+            fits = [k for k in kinds if room[k] >= want] or list(kinds)
+            k = max(fits, key=lambda k: room[k])
+            chosen[name], room[k] = k, room[k] - want
+    out: Placement = {}
+    for k in kinds:
+        sub = tuple(nodes[i] for i in idx[k])
+        mine = {n: c for n, c in counts.items() if chosen.get(n) == k}
+        cur = {n: tuple(a[i] for i in idx[k]) for n, a in current.items()
+               if n in mine and len(a) == len(nodes)
+               and not any(a[i] for i in range(len(nodes)) if nodes[i].kind != k)}
+        for name, alloc in place(mine, sub, cur).items():
+            full = [0] * len(nodes)
+            for i, a in zip(idx[k], alloc, strict=True):
+                full[i] = a
+            out[name] = tuple(full)
+    return out
+
+
 @dataclass(frozen=True)
 class Pack:
-    """Pollux's placement (``pack``)."""
+    """Pollux's placement (``pack``), one kind of node per job."""
 
     def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
               current: Mapping[str, tuple[int, ...]]) -> Placement:
-        return pack(counts, tuple(n.slots for n in nodes), current)
+        return by_kind(lambda c, ns, cur: pack(c, tuple(n.slots for n in ns), cur),
+                       counts, nodes, current)
 
 
 @dataclass(frozen=True)
@@ -49,6 +88,11 @@ class SpreadMostFree:
 
     def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
               current: Mapping[str, tuple[int, ...]]) -> Placement:
+        return by_kind(self._place, counts, nodes, current)
+
+    @staticmethod
+    def _place(counts: Mapping[str, int], nodes: tuple[Node, ...],
+               current: Mapping[str, tuple[int, ...]]) -> Placement:
         free = np.array([n.slots for n in nodes], dtype=int)
         out: Placement = {}
         for name, want in counts.items():

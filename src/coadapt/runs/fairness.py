@@ -86,20 +86,23 @@ class Yardstick:
         if hit is not None:
             return hit
         lim, prof = self.world.limits[app], self.world.profiles[app]
-        top = max(1, min(share, lim.max_replicas, self.world.cluster.total_slots))
+        cluster = self.world.cluster
         grid = np.unique(np.round(np.geomspace(lim.init_batch_size, lim.max_batch_size,
                                                BATCH_GRID)).astype(int))
         best: Best | None = None
-        for k in range(1, top + 1):
-            secs, run = self.world.train_seconds(app, k, grid)
-            for i in np.argsort(secs)[:3]:  # the overheads differ little by batch
-                if not np.isfinite(secs[i]):
-                    continue
-                m = int(run[i])
-                epochs = prof.completion_epoch(float(m)) + 1
-                t = float(secs[i]) + self._overheads(app, k, epochs)
-                if best is None or t < best.seconds:
-                    best = Best(k, m, t)
+        # alone, a job would run on its best kind (one kind at a time)
+        for kind in cluster.kinds:
+            top = max(1, min(share, lim.max_replicas, cluster.slots_of_kind(kind)))
+            for k in range(1, top + 1):
+                secs, run = self.world.train_seconds(app, k, grid, kind=kind)
+                for i in np.argsort(secs)[:3]:  # the overheads differ little by batch
+                    if not np.isfinite(secs[i]):
+                        continue
+                    m = int(run[i])
+                    epochs = prof.completion_epoch(float(m)) + 1
+                    t = float(secs[i]) + self._overheads(app, k, epochs)
+                    if best is None or t < best.seconds:
+                        best = Best(k, m, t)
         if best is None:
             raise ValueError(f"{app}: no configuration within {share} slot(s) fits its limits")
         self._best[key] = best

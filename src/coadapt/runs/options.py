@@ -16,15 +16,19 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from coadapt.runs.settings import EFFICIENCY_TRUTHS, RunSettings, check_observation_noise
 from coadapt.world.cluster import ClusterSpec, Network
-from coadapt.world.costs import LiveCosts
+from coadapt.world.costs import CALIBRATIONS_DIR, LiveCosts, machine_fingerprint
+from coadapt.world.kinds import KIND_SPEEDS_FILE, KindSpeeds, load_kind_speeds
 from coadapt.world.profiles.network import load_network_calibration, network_for
 from coadapt.world.profiles.profile import AppProfile
+from coadapt.world.profiles.sia import SOSP23_CLUSTER
+from coadapt.world.study import STUDIES
 from coadapt.world.workload import Workload
-from coadapt.world.world import World
+from coadapt.world.world import PLAIN_KINDS, World
 
 FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3 s here
 
@@ -33,6 +37,11 @@ FALLBACK_RESTART = 5.0  # only without measured costs; the measured median is ~3
 PRESETS: dict[str, dict[str, Any]] = {
     "osdi21": {"new_jobs": "one", "tiresias_threshold": str(16 * 3600), "interval": 60.0,
                "restart_delay": 30.0},
+    # The Sia study (SOSP '23): its 64-GPU cluster of three GPU types, 60-s rounds,
+    # per-model step calibration, restart times and penalties (``world.study``).
+    "sosp23": {"cluster": SOSP23_CLUSTER, "new_jobs": "one",
+               "tiresias_threshold": str(16 * 3600), "interval": 60.0, "restart_delay": 30.0,
+               "study": "sosp23"},
 }
 
 
@@ -89,8 +98,10 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                 multi_bandwidth: bool = False, seed: bool = True) -> None:
     """The engine options; ``multi_bandwidth`` takes a comma list of networks
     (the experiment runs each), ``seed=False`` leaves seeds to the caller."""
-    p.add_argument("--cluster", default=cluster,
-                   help=f"NODESxSLOTS (e.g. 8x2) or slots per node (4,4,2) (default {cluster})")
+    p.add_argument("--cluster", default=_UnsetStr(cluster),
+                   help=f"NODESxSLOTS (e.g. 8x2) or slots per node (4,4,2), each group "
+                   "optionally :KIND, e.g. 4x2:native,4x2:legacy (kinds: coadapt/world/"
+                   f"kinds.toml, or GPU types of sia: profiles) (default {cluster})")
     if multi_bandwidth:
         p.add_argument("--bandwidth", type=_bandwidths, default=[10.0], metavar="GBIT_S[,...]",
                        help="networks between nodes to run, for all-reduce across nodes of CPU "
@@ -108,8 +119,10 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                    "bandwidth) instead of the declared ring formula (default: declared)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None, action=_PresetAction,
                    help="a study's options: 'osdi21' is the Pollux study's (--new-jobs one "
-                   "--tiresias-threshold 57600 --interval 60 --restart-delay 30); flags given "
-                   "as well win over it")
+                   "--tiresias-threshold 57600 --interval 60 --restart-delay 30); 'sosp23' the "
+                   f"Sia study's (--cluster {SOSP23_CLUSTER} --interval 60 --new-jobs one, "
+                   "and its per-model step calibration, restart times and penalties; use with "
+                   "--profiles sia:DIR); flags given as well win over it")
     p.add_argument("--interval", type=float, default=_UnsetFloat(15.0),
                    help="scheduling round length in seconds (default 15)")
     p.add_argument("--restart-delay", type=float, default=None,
@@ -136,6 +149,15 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                    "per batch size), else the gain formula; 'formula', Pollux's gain formula "
                    "always (the policies' own model). Simulation only: a live run's jobs train "
                    "for real, but its prediction is simulated with it")
+    p.add_argument("--kinds", default=None, metavar="FILE",
+                   help="a TOML file of more node kinds ([kind.NAME] tables with isa, aten, "
+                   "cpu_quota; as coadapt/world/kinds.toml), for --cluster groups like 2x2:NAME")
+    p.add_argument("--kind-speeds", default="auto", metavar="auto|none|FILE",
+                   help="how fast each job type runs on each CPU kind of node, as 'coadapt "
+                   "calibrate --quick --cluster ...' measured it; 'auto' (default): this "
+                   f"machine's newest in {CALIBRATIONS_DIR}/, else the profile folder's "
+                   f"{KIND_SPEEDS_FILE}; read only when --cluster names a kind other than "
+                   "native (GPU kinds come with their profiles)")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
@@ -155,12 +177,35 @@ def cluster_of(args: argparse.Namespace) -> ClusterSpec:
     return ClusterSpec.parse(apply_preset(args).cluster, network(args))
 
 
+def kind_speeds_of(args: argparse.Namespace, cluster: ClusterSpec,
+                   profiles: Mapping[str, AppProfile]) -> KindSpeeds | None:
+    """The measured speeds of the CPU kinds ``--cluster`` names (``--kind-speeds``);
+    None when it names none (plain nodes, or GPU types the profiles measured)."""
+    spec = getattr(args, "kind_speeds", None) or "auto"  # older run specs lack it
+    cpu_kinds = [k for k in cluster.kinds if k not in PLAIN_KINDS
+                 and not all(k in p.by_kind for p in profiles.values())]
+    if spec == "none" or (spec == "auto" and not cpu_kinds):
+        return None
+    if spec != "auto":
+        return load_kind_speeds(spec)
+    mine = CALIBRATIONS_DIR / f"{machine_fingerprint()['id']}-kinds.json"
+    if mine.is_file():
+        return load_kind_speeds(mine)
+    folder = str(getattr(args, "profiles", "") or "")
+    shipped = Path(folder.partition(":")[2] if ":" in folder else folder) / KIND_SPEEDS_FILE
+    return load_kind_speeds(shipped) if shipped.is_file() else None
+
+
 def world_of(args: argparse.Namespace, profiles: Mapping[str, AppProfile],
              costs: LiveCosts | None, apps: Iterable[str] = ()) -> World:
     """The run's world: ``--cluster`` and the network, the profiles, the machine
-    calibration and ``--efficiency-truth`` (built once per run; see ``world.world``)."""
-    return World.build(profiles, cluster_of(args), costs=costs, apps=apps,
-                       efficiency_truth=getattr(args, "efficiency_truth", None) or "curves")
+    calibration, the kinds' measured speeds and ``--efficiency-truth`` (built once
+    per run; see ``world.world``)."""
+    cluster = cluster_of(args)
+    study = STUDIES.get(getattr(apply_preset(args), "study", None) or "")
+    return World.build(profiles, cluster, costs=costs, apps=apps,
+                       efficiency_truth=getattr(args, "efficiency_truth", None) or "curves",
+                       kind_speeds=kind_speeds_of(args, cluster, profiles), study=study)
 
 
 def tiresias_threshold(world: World, workload: Workload) -> float:

@@ -89,7 +89,9 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
                                  seed=settings.seed)
         engine = Engine(workload, world.limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
-                        restart_delay=settings.restart_delay, on_progress=progress)
+                        restart_delay=settings.restart_delay, on_progress=progress,
+                        kind_speed=world.kind_speed(),
+                        restart_penalty=world.study.penalty_s if world.study else None)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
             if settings.fairness:  # the shared yardstick: the same for every policy

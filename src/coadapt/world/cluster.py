@@ -115,6 +115,22 @@ class NodeSlots:
         """The kinds of node present, in node order."""
         return tuple(dict.fromkeys(n.kind for n in self.nodes))
 
+    def of_kind(self, kind: str) -> tuple[Node, ...]:
+        """The nodes of ``kind``, in node order."""
+        return tuple(n for n in self.nodes if n.kind == kind)
+
+    def slots_of_kind(self, kind: str) -> int:
+        return sum(n.slots for n in self.nodes if n.kind == kind)
+
+    def kind_of(self, allocation: tuple[int, ...]) -> str | None:
+        """The kind of the nodes an allocation uses (None: no slots); a job runs
+        on one kind at a time, so a mixed allocation is an error."""
+        used = {n.kind for n, a in zip(self.nodes, allocation, strict=False) if a}
+        if len(used) > 1:
+            raise ValueError(f"allocation {allocation} spans kinds {sorted(used)}; "
+                             "a job runs on one kind at a time")
+        return used.pop() if used else None
+
 
 @dataclass(frozen=True)
 class ClusterSpec(NodeSlots):

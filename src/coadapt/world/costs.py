@@ -75,16 +75,18 @@ def _by_workers(table: Mapping[int, float], workers: int) -> float:
 @dataclass(frozen=True)
 class StepPoint:
     """A steady step measured by the calibration, as one synchronizing step
-    (the profile's ``placements.csv`` unit) on one node."""
+    (the profile's ``placements.csv`` unit) on one node. On disk the
+    micro-batch keeps its event-log name ``local_bsz`` (old files stay readable)."""
 
     workers: int
-    local_bsz: int
+    micro: int
     step: float
     sync: float
     samples: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"workers": self.workers, "local_bsz": self.micro, "step": self.step,
+                "sync": self.sync, "samples": self.samples}
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class TypeCosts:
         d = asdict(self)
         for k in ("start", "restart", "eval"):
             d[k] = {str(w): v for w, v in d[k].items()}
+        d["steps"] = [p.to_json() for p in self.steps]
         return d
 
 
@@ -181,7 +184,7 @@ class LiveCosts:
                 {k: v * f for k, v in t.restart.items()},
                 {k: v * f for k, v in t.eval.items()}, t.verify * f,
                 t.colocation if colocation or app not in per else {},
-                [StepPoint(p.workers, p.local_bsz, p.step * f, p.sync * f, p.samples)
+                [StepPoint(p.workers, p.micro, p.step * f, p.sync * f, p.samples)
                  for p in t.steps], t.compute_factor * f, t.sync_factor * f, t.compute_spread)
         return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per))
 
@@ -257,7 +260,7 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
         if t is None or not t.steps:
             continue
         rows = pl.DataFrame({"placement": [str(p.workers) for p in t.steps],
-                             "local_bsz": [p.local_bsz for p in t.steps],
+                             "local_bsz": [p.micro for p in t.steps],
                              "step_time": [p.step for p in t.steps],
                              "sync_time": [p.sync for p in t.steps]})
         base = prof.placements.with_columns(pl.col("local_bsz").cast(pl.Int64))

@@ -18,7 +18,8 @@ the policy never sees the network's bandwidth, only steps it ran.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -83,9 +84,9 @@ class ClusterTruth:
             return NETWORK
         return EXTRAPOLATED
 
-    def throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
-        """(step, sync) seconds of one synchronizing step at micro-batch ``local_bsz``."""
-        key = (normalize_placement(placement), float(local_bsz))
+    def throughput(self, placement: tuple[int, ...], micro: float) -> tuple[float, float]:
+        """(step, sync) seconds of one synchronizing step at micro-batch ``micro``."""
+        key = (normalize_placement(placement), float(micro))
         hit = self._cache.get(key)
         if hit is None:
             hit = self._cache[key] = self._throughput(*key)
@@ -105,3 +106,29 @@ class ClusterTruth:
             loop = self.profile.throughput((2,), m)[1] * _ring_volume(k) / _ring_volume(2)
         allreduce = loop + self.network.allreduce(self.grad_bytes, k)
         return compute + allreduce, allreduce
+
+
+class StepTruth(Protocol):
+    """What the simulator asks of a truth: a step's seconds on a placement, and
+    where that number comes from (``measured``, ``network``, ``extrapolated``)."""
+
+    def throughput(self, placement: tuple[int, ...], micro: float) -> tuple[float, float]: ...
+
+    def kind(self, placement: tuple[int, ...]) -> str: ...
+
+
+@dataclass(frozen=True)
+class ScaledTruth:
+    """A CPU node kind's truth: the plain truth with its compute and all-reduce
+    scaled by the kind's measured factors (``world.kinds.KindSpeeds``)."""
+
+    base: ClusterTruth
+    compute: float
+    sync: float
+
+    def throughput(self, placement: tuple[int, ...], micro: float) -> tuple[float, float]:
+        step, sync = self.base.throughput(placement, micro)
+        return (step - sync) * self.compute + sync * self.sync, sync * self.sync
+
+    def kind(self, placement: tuple[int, ...]) -> str:
+        return self.base.kind(placement)

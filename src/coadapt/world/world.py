@@ -21,11 +21,33 @@ import numpy as np
 from coadapt.models.batching import JobLimits, split_batch, step_with_accum
 from coadapt.world.cluster import ClusterSpec, packed_placement
 from coadapt.world.costs import LiveCosts, refine_profiles
+from coadapt.world.kinds import KindError, KindSpeeds
 from coadapt.world.limits import declared_limits
 from coadapt.world.profiles.profile import AppProfile
-from coadapt.world.truth import ClusterTruth, efficiency_correction, true_gain
+from coadapt.world.study import Study
+from coadapt.world.truth import ClusterTruth, ScaledTruth, StepTruth, efficiency_correction, true_gain
 
 EFFICIENCY_TRUTHS = ("curves", "formula")
+PLAIN_KINDS = ("default", "native")  # plain workers: the profiles as followed
+
+
+def kind_truth(app: str, profile: AppProfile, base: ClusterTruth, kind: str, cluster: ClusterSpec,
+               speeds: KindSpeeds | None) -> StepTruth:
+    """The truth of ``app`` on nodes of ``kind``: the kind's own measured tables
+    (GPU profiles), else the followed profile scaled by the kind's measured
+    factors over plain workers (CPU kinds), else, for a plain kind, the profile."""
+    if kind in profile.by_kind:
+        return ClusterTruth.of(app, profile.by_kind[kind], cluster.network)
+    if speeds is not None and app in speeds.factors and kind in speeds.factors[app]:
+        compute, sync = speeds.relative(app, kind)
+        return base if (compute, sync) == (1.0, 1.0) else ScaledTruth(base, compute, sync)
+    if kind in PLAIN_KINDS:
+        return base
+    where = ("its profile has no tables of that kind (GPU types: "
+             f"{', '.join(profile.by_kind) or 'none'})" if profile.by_kind else
+             "no measured speed: run 'coadapt calibrate --quick --cluster ...' with this kind, "
+             "or pass --kind-speeds FILE")
+    raise KindError(f"--cluster {cluster}: kind {kind!r} for job type {app!r}: {where}")
 
 
 
@@ -40,27 +62,58 @@ class World:
     truths: Mapping[str, ClusterTruth]
     costs: LiveCosts | None = None
     efficiency_truth: str = "curves"
+    kind_truths: Mapping[tuple[str, str], StepTruth] = field(default_factory=dict)
+    kind_speeds: KindSpeeds | None = None
+    study: Study | None = None  # a published study's per-type constants (``world.study``)
     _jct: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, profiles: Mapping[str, AppProfile], cluster: ClusterSpec, *,
               costs: LiveCosts | None = None, efficiency_truth: str = "curves",
-              apps: Iterable[str] = ()) -> World:
+              apps: Iterable[str] = (), kind_speeds: KindSpeeds | None = None,
+              study: Study | None = None) -> World:
         """The world of a run on ``cluster``: every profiled job type plus ``apps``
         (job types a live run declares without a profile). KeyError names a job
-        type nobody declares; ValueError an unknown efficiency truth."""
+        type nobody declares; ValueError an unknown efficiency truth; KindError
+        a kind of node no profile or measurement covers."""
         if efficiency_truth not in EFFICIENCY_TRUTHS:
             raise ValueError(f"--efficiency-truth {efficiency_truth!r}: expected one of "
                              f"{', '.join(EFFICIENCY_TRUTHS)}")
+        if study is not None:
+            profiles = study.calibrate(profiles)
         types = set(profiles) | set(apps)
         limits = declared_limits(types, profiles)
         followed = refine_profiles(profiles, costs) if costs is not None else profiles
         truths = {a: ClusterTruth.of(a, p, cluster.network) for a, p in followed.items()}
-        return cls(cluster, profiles, followed, limits, truths, costs, efficiency_truth)
+        kinds = {(a, k): kind_truth(a, followed[a], truths[a], k, cluster, kind_speeds)
+                 for a in followed for k in cluster.kinds}
+        return cls(cluster, profiles, followed, limits, truths, costs, efficiency_truth,
+                   kinds, kind_speeds, study)
 
-    def truth(self, app: str) -> ClusterTruth:
-        """The simulator's truth of job type ``app`` on this cluster."""
-        return self.truths[app]
+    def truth(self, app: str, kind: str | None = None) -> StepTruth:
+        """The simulator's truth of job type ``app`` on nodes of ``kind`` (None:
+        on plain nodes, the profile as followed)."""
+        return self.truths[app] if kind is None else self.kind_truths[(app, kind)]
+
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.cluster.kinds) > 1
+
+    def kind_speed(self) -> dict[str, dict[str, float]]:
+        """Sia's bootstrap, what a kind-aware policy may know of the truth: per
+        job type and kind, one worker's samples/s at the initial batch (as an
+        operator profiles each type once per kind). Empty on one kind."""
+        if not self.heterogeneous:
+            return {}
+        out: dict[str, dict[str, float]] = {}
+        for app in self.profiles:
+            lim = self.limits[app]
+            micro, accum = split_batch(np.array([lim.init_batch_size]), 1, lim)
+            for kind in self.cluster.kinds:
+                step, sync = self.truth(app, kind).throughput((1,), float(micro[0]))
+                total = float(step_with_accum(step, sync, int(accum[0])))
+                out.setdefault(app, {})[kind] = float(micro[0]) * (int(accum[0]) + 1) / total
+        return out
 
     def efficiency(self, app: str):
         """The measured correction of the gain formula for ``app`` under this
@@ -69,7 +122,8 @@ class World:
 
     # ------------------------------------------------- seconds to train
     def train_seconds(self, app: str, replicas: int, batches: np.ndarray, *,
-                      steps: str = "truth") -> tuple[np.ndarray, np.ndarray]:
+                      steps: str = "truth", kind: str | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """The one answer to "seconds of training to the target at ``replicas``
         packed workers, per constant batch", at the truth's step time (no
         restarts, waits or pauses), and the batch actually run (micro-batch x
@@ -95,9 +149,11 @@ class World:
             raise ValueError(f"steps={steps!r}: expected 'truth' or 'measured'")
         prof, lim = self.profiles[app], self.limits[app]
         k, m0 = replicas, lim.init_batch_size
-        placement = packed_placement(k, self.cluster.max_slots_per_node)
+        per_node = self.cluster.max_slots_per_node if kind is None else \
+            max(n.slots for n in self.cluster.of_kind(kind))
+        placement = packed_placement(k, per_node)
         micro, accum = split_batch(batches, k, lim)
-        truth = self.truths[app]
+        truth = self.truth(app, kind)
         out = np.full(len(batches), np.inf)
         run = (micro * k * (accum + 1)).astype(int)
         if steps == "truth":

@@ -22,7 +22,7 @@ def test_calibration_measures_every_cost(tmp_path, capsys):
     for v in [*t.start.values(), *t.restart.values(), t.verify]:
         assert 0.3 < v < 30  # processes really started: seconds, not zero
     assert all(0 <= v < 5 for v in t.eval.values())
-    assert {(p.workers, p.local_bsz) for p in t.steps} == {(1, 32), (2, 32), (1, 64), (2, 64)}
+    assert {(p.workers, p.micro) for p in t.steps} == {(1, 32), (2, 32), (1, 64), (2, 64)}
     assert all(p.step > p.sync >= 0 and p.samples > 0 for p in t.steps)
     assert 0.5 < t.colocation["mlp-mnist1d"] < 2.0
     assert costs.meta["samples"]["types"]["mlp-mnist1d"]["verify"]

@@ -51,10 +51,10 @@ def test_eval_gap_is_the_pause_around_a_validation_less_a_step():
 def test_step_point_is_one_synchronizing_step_and_repeats_merge():
     seg = launch("start", 0, 8, step=0.5, sync=0.1, accum=1, workers=2, bsz=64)
     p = step_point(seg)
-    assert (p.workers, p.local_bsz, p.samples) == (2, 64, 5)
+    assert (p.workers, p.micro, p.samples) == (2, 64, 5)
     assert p.step == pytest.approx(0.1 + 0.4 / 2)
     merged = merge_points([p, StepPoint(2, 64, 0.5, 0.1, 3), StepPoint(1, 32, 0.2, 0.0, 4)])
-    assert [(m.workers, m.local_bsz, m.samples) for m in merged] == [(1, 32, 4), (2, 64, 8)]
+    assert [(m.workers, m.micro, m.samples) for m in merged] == [(1, 32, 4), (2, 64, 8)]
 
 
 def test_colocation_is_charged_only_beyond_the_noise():

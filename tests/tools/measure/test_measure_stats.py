@@ -56,7 +56,7 @@ def test_plan_cells_respects_limits() -> None:
     cells = plan_cells(Job(), GridSettings(local_sizes=5, workers_max=2))
     assert Cell("toy", 1, 128) in cells and Cell("toy", 2, 8) in cells
     assert max(c.batch_size for c in cells) <= 192
-    assert max(c.local_bsz for c in cells if c.workers == 2) == 96
+    assert max(c.micro for c in cells if c.workers == 2) == 96
 
 
 def test_schedule_interleaves_repeats() -> None:
@@ -64,7 +64,7 @@ def test_schedule_interleaves_repeats() -> None:
     order = schedule(cells, repeats=3, seed=1)
     assert len(order) == 12
     for r in range(3):  # every repeat holds every cell once, in its own shuffled order
-        assert sorted(c.local_bsz for rr, c in order if rr == r) == [8, 16, 32, 64]
+        assert sorted(c.micro for rr, c in order if rr == r) == [8, 16, 32, 64]
     firsts = [[c for rr, c in order if rr == r] for r in range(3)]
     assert firsts[0] != firsts[1] or firsts[1] != firsts[2]
 
@@ -123,7 +123,7 @@ def test_observations_frame_keeps_slowest_rank() -> None:
 
 def test_measure_grid_with_fake_runner(tmp_path: Path) -> None:
     def runner(cell: Cell, max_steps: int, seed: int, events: Path) -> list[dict[str, Any]]:
-        base = 0.01 + 0.001 * cell.local_bsz
+        base = 0.01 + 0.001 * cell.micro
         return [{"t": float(i), "kind": "observation", "step": i, "step_time": base,
                  "sync_time": 0.001 * (cell.workers - 1), "cpu_time": base * 0.9}
                 for i in range(1, max_steps + 1)]

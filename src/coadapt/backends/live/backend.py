@@ -12,13 +12,14 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from coadapt.backends.live.cores import CorePool
 from coadapt.backends.live.job import LiveJob
 from coadapt.backends.live.services import LiveServices, LiveSettings
 from coadapt.engine.backend import EngineContext, JobHandle
 from coadapt.engine.record import JobRecord
+from coadapt.jobs.launch import WorkerRecipe
 from coadapt.jobs.netns import Endpoint
 from coadapt.models.batching import JobLimits
 from coadapt.ui.status import StatusTable
@@ -28,6 +29,15 @@ from coadapt.world.workload import JobSpec
 __all__ = ["LiveBackend", "LiveSettings", "RunInterrupted"]  # LiveSettings: re-exported
 
 log = logging.getLogger(__name__)
+
+
+class NodeRecipes(Protocol):
+    """What a rank on a node's slot runs with (``backends.live.kinds.KindCgroups``)."""
+
+    @property
+    def emulated(self) -> bool: ...
+
+    def recipe(self, node: int, slot: int) -> WorkerRecipe: ...
 
 
 class RunInterrupted(Exception):
@@ -43,13 +53,16 @@ class LiveBackend:
 
     def __init__(self, out_dir: Path, cluster: ClusterSpec, settings: LiveSettings,
                  cores: list[int] | None = None, status: StatusTable | None = None,
-                 nodes: Sequence[Endpoint] | None = None) -> None:
+                 nodes: Sequence[Endpoint] | None = None,
+                 kinds: NodeRecipes | None = None) -> None:
         self.out_dir = out_dir
+        self.cluster = cluster
         self.settings = settings
         self.pool = CorePool(cluster, cores)
         if nodes is not None and len(nodes) != cluster.num_nodes:
             raise ValueError(f"{len(nodes)} emulated nodes for a cluster of {cluster.num_nodes}")
         self.nodes = list(nodes) if nodes is not None else None
+        self.kinds = kinds if kinds is not None and kinds.emulated else None
         self.network: dict[str, Any] = {"network": settings.network}
         if nodes is not None:
             self.network["bandwidth_gbps"] = cluster.network.bandwidth_gbps
@@ -63,13 +76,23 @@ class LiveBackend:
         self.services = LiveServices(
             settings, self.pool, self.network, wall0=lambda: self.wall0,
             interrupting=lambda: self.interrupting, now=self.now, endpoints=self.endpoints,
-            emit=self.emit, complete=self.complete, abandon=self.abandon)
+            emit=self.emit, complete=self.complete, abandon=self.abandon, recipes=self.recipes)
 
     def endpoints(self, cores: Sequence[int]) -> tuple[Endpoint, ...] | None:
         """Where each rank on ``cores`` runs: its core's emulated node (None: loopback)."""
         if self.nodes is None:
             return None
         return tuple(self.nodes[self.pool.node_of(c)] for c in cores)
+
+    def recipes(self, cores: Sequence[int]) -> tuple[WorkerRecipe, ...] | None:
+        """What each rank on ``cores`` runs with: its node kind's recipe (None: plain)."""
+        if self.kinds is None:
+            return None
+        out = []
+        for c in cores:
+            node = self.pool.node_of(c)
+            out.append(self.kinds.recipe(node, self.pool.nodes[node].index(c)))
+        return tuple(out)
 
     # ------------------------------------------------------------ the protocol
     def bind(self, ctx: EngineContext) -> None:
@@ -81,7 +104,8 @@ class LiveBackend:
         ctx.env.process(self._poll_loop())
 
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> LiveJob:
-        job = LiveJob(JobRecord.new(spec, limits, now), self.services,
+        kinds = tuple(n.kind for n in self.cluster.nodes)
+        job = LiveJob(JobRecord.new(spec, limits, now, kinds), self.services,
                       self.out_dir / "jobs" / spec.name)
         self.jobs.append(job)
         return job

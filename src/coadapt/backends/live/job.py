@@ -171,7 +171,8 @@ class LiveJob:
             resume=resume, events=self.events_path, job_id=self.name, seed=s.seed,
             target=s.targets.get(app), eval_every=s.eval_every.get(app), verify=True,
             cores=cores, worker_timeout=s.worker_timeout, exit_grace=s.exit_grace,
-            endpoints=self.services.endpoints(cores), network=self.services.network)
+            endpoints=self.services.endpoints(cores), network=self.services.network,
+            recipes=self.services.recipes(cores))
         try:
             group = Group(cfg).start()
         except (ValueError, OSError) as exc:  # a bad launch fails this job, not the run

@@ -2,7 +2,8 @@
 from importing the backend module.
 
 The backend owns the experiment clock (and its wall-clock origin), the event
-log, the engine's completion calls, the cores and the emulated nodes; a job
+log, the engine's completion calls, the cores, the emulated nodes and the
+recipes of their kinds; a job
 reads its settings, claims cores, and reports what its group did.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from coadapt.backends.live.cores import CorePool
 from coadapt.engine.backend import JobHandle
+from coadapt.jobs.launch import WorkerRecipe
 from coadapt.jobs.netns import Endpoint
 from coadapt.world.costs import LIVE_POLL_S
 
@@ -51,3 +53,5 @@ class LiveServices:
     emit: Callable[..., None]  # (t, kind, job, **fields): append an event to the log
     complete: Callable[..., None]  # (job, now, **fields): reached its target, verified
     abandon: Callable[[JobHandle, float, str], None]  # (job, now, reason): failed for good
+    recipes: Callable[[Sequence[int]], tuple[WorkerRecipe, ...] | None] = lambda _cores: None
+    """Each rank's recipe, from its core's node kind (None: plain workers)."""

@@ -19,6 +19,7 @@ name; the truth its progress follows is the same as with S = 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import ClassVar
 
 from coadapt.backends.modeled.job import ModeledJob, ReportNoise, check_observation_noise
@@ -60,7 +61,9 @@ class ModeledBackend:
         app = spec.application
         profile = self.world.profiles[app]
         noise = ReportNoise.for_job(self.observation_noise, profile.spread, self.seed, spec.name)
-        job = ModeledJob(JobRecord.new(spec, limits, now), profile, self.world.truth(app),
+        kinds = tuple(n.kind for n in self.world.cluster.nodes)
+        job = ModeledJob(JobRecord.new(spec, limits, now, kinds), profile,
+                         partial(self.world.truth, app),
                          services=self.services, efficiency=self.world.efficiency(app),
                          noise=noise)
         self.jobs.append(job)
@@ -73,7 +76,8 @@ class ModeledBackend:
     def restart_delay(self, record: JobRecord) -> float:
         """Seconds without progress after a (re)allocation."""
         if self.costs is None:
-            return self.delay
+            study = self.world.study
+            return study.rescale_s.get(record.spec.application, self.delay) if study else self.delay
         return self.costs.launch(record.spec.application, record.replicas,
                                  restart=record.restarts > 0)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,7 @@ from coadapt.models.batching import step_with_accum
 from coadapt.policies.base import Assignment, Oracle
 from coadapt.world.profiles.efficiency import MeasuredEfficiency
 from coadapt.world.profiles.profile import AppProfile, Spread
-from coadapt.world.truth import ClusterTruth, true_gain
+from coadapt.world.truth import StepTruth, true_gain
 
 
 def check_observation_noise(scale: float) -> float:
@@ -79,7 +80,7 @@ class ModeledJob:
 
     record: JobRecord
     profile: AppProfile
-    truth: ClusterTruth
+    truth_of: Callable[[str | None], StepTruth]  # the truth of its type on a kind of node
     services: ModeledServices
     efficiency: MeasuredEfficiency | None  # the truth's correction of the gain formula
     epoch: int = 0
@@ -96,6 +97,11 @@ class ModeledJob:
     @property
     def name(self) -> str:
         return self.record.name
+
+    @property
+    def truth(self) -> StepTruth:
+        """The truth of the kind of node it runs on (or ran on last)."""
+        return self.truth_of(self.record.kind)
 
     def advance(self, t: float) -> None:
         """Accrue service and progress up to ``t`` (no event lies in between)."""

@@ -64,7 +64,7 @@ def judge(names: Sequence[str], world: World, workload: Workload, settings: RunS
     ``out/drift.{csv,png}``; return the text to print."""
     apps = {j.name: j.application for j in workload.jobs}
     truth, costs = world.profiles, world.costs
-    configs = ({a: {(p.workers, p.local_bsz) for p in t.steps} for a, t in costs.types.items()}
+    configs = ({a: {(p.workers, p.micro) for p in t.steps} for a, t in costs.types.items()}
                if costs is not None else None)
     speeds = {n: observed_speed(out / n, truth, apps, configs) for n in names}
     (out / "speed.json").write_text(json.dumps(speeds, indent=1) + "\n")

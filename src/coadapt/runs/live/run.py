@@ -4,7 +4,9 @@ The same engine and policy as ``coadapt simulate``, on a
 ``simpy.rt.RealtimeEnvironment`` with the live backend; the same event log,
 summary and tables come out. Ctrl-C or SIGTERM: every group checkpoints and
 stops, the log ends with ``end`` (interrupted) and reads back; a second
-signal kills. ``resume_live`` continues such a run with the downtime left out
+signal kills. Workers on nodes of an emulated kind run with its recipe, in
+cgroups this run makes and removes however it ends (``backends.live.kinds``).
+``resume_live`` continues such a run with the downtime left out
 of the experiment clock (so out of every JCT).
 """
 
@@ -26,6 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from coadapt.backends.live.backend import LiveBackend, LiveSettings, RunInterrupted
 from coadapt.backends.live.cores import usable_cores
+from coadapt.backends.live.kinds import KindCgroups
 from coadapt.backends.live.nodes import EmulatedNodes
 from coadapt.engine.loop import Engine
 from coadapt.eventlog import EventLog
@@ -37,6 +40,7 @@ from coadapt.runs.live.checks import check_live_workload
 from coadapt.runs.live.resume import ResumeState, restore_jobs
 from coadapt.runs.settings import RunSettings, write_results
 from coadapt.ui.status import StatusTable
+from coadapt.world.kinds import NodeKind, load_kinds
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
 from coadapt.world.world import World
@@ -55,6 +59,7 @@ class LivePlan:
     out_dir: Path  # OUT/<policy>
     world: World  # limits; profiles and costs for T_iso and ETAs only, never the policy
     header: Mapping[str, Any] = field(default_factory=dict)  # calibration, prediction digest
+    kinds: Mapping[str, NodeKind] = field(default_factory=dict)  # the node kinds (empty: shipped)
 
 
 class AlreadyRun(ValueError):
@@ -127,6 +132,14 @@ def _nodes(plan: LivePlan) -> Iterator[EmulatedNodes | None]:
         yield nodes
 
 
+@contextlib.contextmanager
+def _kinds(plan: LivePlan) -> Iterator[KindCgroups]:
+    """The recipes of the cluster's node kinds and the cgroups of those with a
+    CPU quota (removed when the run ends, however it ends)."""
+    with KindCgroups(plan.settings.cluster, plan.kinds or load_kinds()) as kinds:
+        yield kinds
+
+
 def run_live(plan: LivePlan, resume: ResumeState | None = None,
              cores: list[int] | None = None) -> dict[str, Any]:
     """Run (or, with ``resume``, continue) one policy; returns the summary with
@@ -150,9 +163,11 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                          enabled=plan.live.status)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     interrupted = False
-    with _nodes(plan) as nodes, EventLog(events_path, fsync=True) as elog, threadpool_limits(1):
+    with (_nodes(plan) as nodes, _kinds(plan) as kinds, EventLog(events_path, fsync=True) as elog,
+          threadpool_limits(1)):
         backend = LiveBackend(out, s.cluster, plan.live, cores=cores, status=status,
-                              nodes=None if nodes is None else [n.endpoint for n in nodes.nodes])
+                              nodes=None if nodes is None else [n.endpoint for n in nodes.nodes],
+                              kinds=kinds)
         if resume is None:
             elog.header(
                 mode=LiveBackend.mode, policy=plan.policy, workload=wl.name,
@@ -162,14 +177,16 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
                                        "eval_every": dict(plan.live.eval_every),
                                        "poll": plan.live.poll, "max_retries": plan.live.max_retries,
                                        "network": plan.live.network,
-                                       "qdiscs": nodes.qdiscs() if nodes is not None else None},
+                                       "qdiscs": nodes.qdiscs() if nodes is not None else None,
+                                       **(kinds.describe() if kinds.emulated else {})},
                 **plan.header)
         else:
             elog.emit(t_start, "resume", None, downtime_s=time.time() - resume.wall_end,
                       pid=os.getpid())
         engine = Engine(wl, limits, backend, policy, s.cluster, elog, interval=s.interval,
                         restart_delay=s.restart_delay, env=env, round_info=backend.round_info,
-                        first_round=0.0 if resume is not None else None)
+                        first_round=0.0 if resume is not None else None,
+                        kind_speed=plan.world.kind_speed())
         if resume is not None:
             jobs, holding = restore_jobs(resume, backend, limits)
             for job in jobs:

@@ -22,6 +22,13 @@ from typing import Any
 
 from coadapt.backends.live.backend import LiveSettings
 from coadapt.backends.live.cores import check_cluster
+from coadapt.backends.live.kinds import (
+    CgroupUnavailable,
+    check_kinds,
+    cleanup_leftovers,
+    quota_kinds,
+    require_cpu_controller,
+)
 from coadapt.backends.live.nodes import NetworkUnavailable, require_capability
 from coadapt.jobs.registry import JOB_TYPES
 from coadapt.policies import REGISTRY, policy_names
@@ -41,6 +48,7 @@ from coadapt.ui.progress import ProgressBar
 from coadapt.util.atomic import atomic_write_text
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.costs import CostError, LiveCosts, describe_calibration, resolve_costs
+from coadapt.world.kinds import KindError, NodeKind, load_kinds
 from coadapt.world.profiles.network import load_network_calibration
 from coadapt.world.profiles.profile import AppProfile, ProfileError
 from coadapt.world.profiles.sources import load_profiles
@@ -53,12 +61,13 @@ RUN_FILE = "live.json"
 CALIBRATION_FILE = "calibration.json"
 RUN_KEYS = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
             "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
-            "evals", "calibration", "preset", "efficiency_truth", "network", "net_calibration")
+            "evals", "calibration", "preset", "efficiency_truth", "network", "net_calibration",
+            "kinds")
 """What live.json records of a run: enough for --resume to rebuild it."""
 
 # Input the run cannot use: reported as one error line, exit status 2.
 _REFUSED = (ValueError, WorkloadError, ProfileError, CostError, ResumeError, AlreadyRun,
-            NetworkUnavailable)
+            NetworkUnavailable, KindError, CgroupUnavailable)
 
 Spec = dict[str, Any]
 Profiles = Mapping[str, AppProfile]
@@ -102,6 +111,7 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
             "measurements, which carry their own noise; the option is for 'coadapt simulate' "
             "and 'coadapt experiment' (use 0 or leave it out)")
     names = _policies(spec["policy"])
+    _remove_leftovers()
     try:
         workload = load_workload(spec["workload"], set(JOB_TYPES))
         profiles = _profiles(spec["profiles"])
@@ -110,6 +120,7 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
         cluster = world_and_settings(spec, workload, {}, None)[1].cluster
         check_cluster(cluster)
         check_live_workload(workload, cluster)
+        kinds = _kinds(spec, cluster)
         if spec.get("network") == "emulated":
             require_capability()
         if not invocation.resumed:
@@ -126,7 +137,7 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
     live = LiveSettings(seed=spec["seed"], status=invocation.status, targets=spec["targets"],
                         eval_every=spec["evals"], network=spec.get("network") or "loopback")
     return _run_policies(names, workload, world, settings, spec, live, profiles is not None,
-                         out, resume=invocation.resumed, compare=invocation.compare)
+                         out, resume=invocation.resumed, compare=invocation.compare, kinds=kinds)
 
 
 def world_and_settings(spec: Spec, workload: Workload, profiles: Profiles,
@@ -136,6 +147,25 @@ def world_and_settings(spec: Spec, workload: Workload, profiles: Profiles,
     apps = {j.application for j in workload.jobs}
     world = world_of(argparse.Namespace(**spec), profiles, costs, apps)
     return world, run_settings(argparse.Namespace(**spec), world, workload, show_progress=False)
+
+
+def _remove_leftovers() -> None:
+    """Remove the cgroups of earlier runs that did not end cleanly (their
+    executor was killed), and say so."""
+    for left in cleanup_leftovers():
+        log.warning("removed leftover cgroup %s from a run that did not end cleanly%s",
+                    left.path, f" (killed pids {list(left.killed)})" if left.killed else "")
+
+
+def _kinds(spec: Spec, cluster: ClusterSpec) -> dict[str, NodeKind]:
+    """The node kinds (shipped, plus --kinds FILE); KindError for a cluster
+    kind none defines, CgroupUnavailable when a quota kind cannot be made."""
+    kinds = load_kinds(spec.get("kinds"))
+    check_kinds(cluster, kinds)
+    needing = quota_kinds(cluster, kinds)
+    if needing:
+        require_cpu_controller(needing)
+    return kinds
 
 
 def _policies(policy: str) -> list[str]:
@@ -225,7 +255,7 @@ def _resume_spec(out: Path) -> Spec:
         raise ResumeError(f"{path}: not found; --resume takes the --out folder of a live run")
     # Runs recorded before an option existed ran with what is now its Pollux-study value.
     spec = {"bandwidth": 10.0, "latency": 50.0, "new_jobs": "one", "network": "loopback",
-            "net_calibration": None,
+            "net_calibration": None, "kinds": None,
             "tiresias_threshold": str(16 * 3600.0), "power": -1.0, "preset": None,
             "efficiency_truth": "curves", **json.loads(path.read_text())}
     spec["out"] = str(out)
@@ -258,7 +288,8 @@ def _profiles(spec: str) -> dict[str, AppProfile] | None:
 
 def _run_policies(names: Sequence[str], workload: Workload, world: World,
                   settings: RunSettings, spec: Spec, live: LiveSettings, profiled: bool,
-                  out: Path, *, resume: bool, compare: bool) -> int:
+                  out: Path, *, resume: bool, compare: bool,
+                  kinds: Mapping[str, NodeKind] | None = None) -> int:
     """Predict (unless resumed with a prediction), run each policy in turn
     (a finished one is skipped on resume), then judge the run."""
     costs = world.costs
@@ -286,8 +317,8 @@ def _run_policies(names: Sequence[str], workload: Workload, world: World,
                       "file": str(out / CALIBRATION_FILE), "about": describe_calibration(costs)},
                   "prediction": None if pred is None else {"path": pred.path,
                                                            "digest": pred.digest}}
-        summary = run_live(LivePlan(workload, name, settings, live, d, world, header),
-                           resume=state)
+        summary = run_live(LivePlan(workload, name, settings, live, d, world, header,
+                                    kinds=kinds or {}), resume=state)
         summaries.append(summary)
         if summary.get("interrupted"):
             sys.stderr.write(f"interrupted; continue with: coadapt live --resume {out}\n")

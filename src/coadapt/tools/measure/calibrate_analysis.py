@@ -73,7 +73,7 @@ def step_point(seg: Sequence[Event]) -> StepPoint:
     step = statistics.median(e["step_time"] for e in obs)
     sync = statistics.median(e["sync_time"] for e in obs)
     accum = obs[0]["accum_steps"]
-    return StepPoint(workers=obs[0]["workers"], local_bsz=obs[0]["local_bsz"],
+    return StepPoint(workers=obs[0]["workers"], micro=obs[0]["local_bsz"],
                      step=sync + (step - sync) / (accum + 1), sync=sync, samples=len(obs))
 
 
@@ -81,7 +81,7 @@ def merge_points(points: Sequence[StepPoint]) -> list[StepPoint]:
     """One point per configuration (the median when a phase repeated it)."""
     by: dict[tuple[int, int], list[StepPoint]] = defaultdict(list)
     for p in points:
-        by[(p.workers, p.local_bsz)].append(p)
+        by[(p.workers, p.micro)].append(p)
     return [StepPoint(k[0], k[1], statistics.median(p.step for p in ps),
                       statistics.median(p.sync for p in ps), sum(p.samples for p in ps))
             for k, ps in sorted(by.items())]
@@ -122,7 +122,7 @@ def grid_factors(points: Sequence[StepPoint], profile: AppProfile
     them to the whole grid."""
     comp, sync = [], []
     for p in points:
-        step, s = (float(x) for x in profile.throughput((p.workers,), p.local_bsz))
+        step, s = (float(x) for x in profile.throughput((p.workers,), p.micro))
         if step - s > 0:
             comp.append((p.step - p.sync) / (step - s))
         if p.workers > 1 and s > 0 and p.sync > 0:

@@ -37,10 +37,10 @@ class StepModel:
         m = rows["local_bsz"].to_numpy().astype(float)
         comp = (rows["step_time"] - rows["sync_time"]).to_numpy()
         sync = float(np.median(rows["sync_time"].to_numpy()))
-        c = float(np.interp(plan.local_bsz, m, comp))  # T_acc is affine in m
-        if plan.local_bsz > m[-1]:  # beyond the grid: compute grows linearly
-            c = comp[-1] * plan.local_bsz / m[-1]
-        return float(step_with_accum(c + sync, sync, plan.accum_steps))
+        c = float(np.interp(plan.micro, m, comp))  # T_acc is affine in m
+        if plan.micro > m[-1]:  # beyond the grid: compute grows linearly
+            c = comp[-1] * plan.micro / m[-1]
+        return float(step_with_accum(c + sync, sync, plan.accum))
 
     def seconds(self, job: DeclaredJobType, workers: int, batch: int, steps: int) -> float:
         per = self.step_time(job, workers, batch) * self.overhead.get(job.name, 1.3)

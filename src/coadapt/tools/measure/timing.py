@@ -57,14 +57,14 @@ class Cell:
 
     type: str
     workers: int
-    local_bsz: int
+    micro: int
 
     @property
     def batch_size(self) -> int:
-        return self.workers * self.local_bsz
+        return self.workers * self.micro
 
     def label(self) -> str:
-        return f"{self.type} K={self.workers} m={self.local_bsz}"
+        return f"{self.type} K={self.workers} m={self.micro}"
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def measure_cell(cell: Cell, repeat: int, settings: GridSettings, workdir: Path,
     Waits up to ``wait`` seconds for other processes to go quiet first, and
     records how many cores they used during the run (``others_cores``).
     """
-    events = workdir / f"{cell.type}-k{cell.workers}-m{cell.local_bsz}-r{repeat}.jsonl"
+    events = workdir / f"{cell.type}-k{cell.workers}-m{cell.micro}-r{repeat}.jsonl"
     t_wait = time.monotonic()
     if wait > 0:
         wait_for_quiet(settings.quiet_threshold, max_wait=wait)
@@ -169,7 +169,7 @@ def measure_cell(cell: Cell, repeat: int, settings: GridSettings, workdir: Path,
     return obs.select("step", "step_time", "sync_time", "cpu_time").with_columns(
         pl.lit(cell.type).alias("type"),
         pl.lit(cell.workers).alias("workers"),
-        pl.lit(cell.local_bsz).alias("local_bsz"),
+        pl.lit(cell.micro).alias("local_bsz"),
         pl.lit(repeat).alias("run"),
         pl.lit(round(load1, 2)).alias("load1"),
         pl.lit(round(wall, 3)).alias("run_wall"),

@@ -9,6 +9,7 @@ modeled jobs do (and a baseline explicitly named an oracle).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -71,6 +72,9 @@ class AppProfile:
     source: str = ""
     spread: Spread = field(default_factory=Spread)
     samples_to_target: SamplesToTarget | None = None  # measured runs to target (CPU profiles)
+    by_kind: Mapping[str, AppProfile] = field(default_factory=dict)
+    """Per kind of node (a GPU type), the step tables measured on it; this
+    profile's own tables are its reference kind's. Empty: one kind."""
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ---------------------------------------------------------------- throughput
@@ -136,23 +140,23 @@ class AppProfile:
             fit = fit_perf_params(xs[:, 0], xs[:, 1], xs[:, 2], ys[:, 0], ys[:, 1])
         return PerfParams(*(float(f"{v:.9g}") for v in fit.as_array()))
 
-    def throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+    def throughput(self, placement: tuple[int, ...], micro: float) -> tuple[float, float]:
         """(step_time, sync_time) in seconds for one synchronizing step."""
         p = normalize_placement(placement)
-        key = ("tp", p, float(local_bsz))
+        key = ("tp", p, float(micro))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         table = self._placement_tables.get(p)
         if table is not None:
             m, ys = table
-            res = (float(np.interp(local_bsz, m, ys[:, 0])), float(np.interp(local_bsz, m, ys[:, 1])))
+            res = (float(np.interp(micro, m, ys[:, 0])), float(np.interp(micro, m, ys[:, 1])))
         else:
-            res = self._interpolated(p, float(local_bsz))
+            res = self._interpolated(p, float(micro))
         self._cache[key] = res
         return res
 
-    def _interpolated(self, p: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+    def _interpolated(self, p: tuple[int, ...], micro: float) -> tuple[float, float]:
         """Unmeasured placement: linear interpolation over (nodes, replicas, m)
         from all measurements, else the fitted model. Evaluated once per
         (nodes, replicas) on the whole micro-batch range (one vectorized call)."""
@@ -175,7 +179,7 @@ class AppProfile:
             curve = (m, ys)
             self._cache[("curve", nodes, replicas)] = curve
         m, ys = curve
-        return float(np.interp(local_bsz, m, ys[:, 0])), float(np.interp(local_bsz, m, ys[:, 1]))
+        return float(np.interp(micro, m, ys[:, 0])), float(np.interp(micro, m, ys[:, 1]))
 
     def _model_throughput(self, nodes: int, replicas: int, m: np.ndarray) -> np.ndarray:
         """[step, sync] rows predicted by the fitted model at micro-batches ``m``."""

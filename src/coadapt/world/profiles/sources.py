@@ -1,7 +1,8 @@
 """Where profiles come from: ``SCHEME:PATH`` specs, one registry.
 
-``adaptdl:DIR`` reads the Pollux paper's GPU traces; ``cpu:DIR`` (or a bare
-``DIR``) reads profiles measured by ``coadapt profile``.
+``adaptdl:DIR`` reads the Pollux paper's GPU traces; ``sia:DIR`` the Sia paper's,
+with one step table per GPU type; ``cpu:DIR`` (or a bare ``DIR``) reads profiles
+measured by ``coadapt profile``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ def _adaptdl(path: Path) -> dict[str, AppProfile]:
     return load_adaptdl(path)
 
 
+def _sia(path: Path) -> dict[str, AppProfile]:
+    from coadapt.world.profiles.sia import load_sia
+
+    return load_sia(path)
+
+
 def _cpu(path: Path) -> dict[str, AppProfile]:
     from coadapt.world.profiles.cpu_format import load_cpu_profiles
 
     return load_cpu_profiles(path)
 
 
-LOADERS: dict[str, Callable[[Path], dict[str, AppProfile]]] = {"adaptdl": _adaptdl, "cpu": _cpu}
+LOADERS: dict[str, Callable[[Path], dict[str, AppProfile]]] = {
+    "adaptdl": _adaptdl, "sia": _sia, "cpu": _cpu}
 
 
 def load_profiles(spec: str) -> dict[str, AppProfile]:
@@ -35,7 +43,8 @@ def load_profiles(spec: str) -> dict[str, AppProfile]:
     path = Path(rest)
     if not path.exists():
         raise ProfileError(
-            f"{path}: profile folder not found. Use adaptdl:PATH for the Pollux reference traces "
+            f"{path}: profile folder not found. Use adaptdl:PATH for the Pollux reference traces, "
+            f"sia:PATH for the Sia reference traces (one table per GPU type), "
             f"or run 'make profile' to measure CPU profiles into profiles/"
         )
     return LOADERS[scheme](path)
