@@ -259,7 +259,8 @@ class Group:
         if self._status["status"] == "complete" and self.cfg.verify:
             err = open(self.dir / "logs" / "verify.log", "ab")  # noqa: SIM115
             self._logs.append(err)
-            self._verify = Verification(self.dir, self._cores, err)
+            recipe = self.cfg.recipes[0] if self.cfg.recipes else None  # the kind of its node
+            self._verify = Verification(self.dir, self._cores, err, recipe)
             return None
         return self._finish(verified=None, metric=self._status["metric"])
 

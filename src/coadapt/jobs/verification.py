@@ -17,18 +17,20 @@ import time
 from pathlib import Path
 from typing import IO
 
-from coadapt.jobs.launch import THREAD_ENV
+from coadapt.jobs.launch import THREAD_ENV, WorkerRecipe
 from coadapt.jobs.procs import helper_preexec
 
 
 class Verification:
     """One running verifier; ``poll`` until ``running()`` is False, then ``outcome()``."""
 
-    def __init__(self, ckpt_dir: Path, cores: tuple[int, ...] | None, log: IO[bytes]) -> None:
+    def __init__(self, ckpt_dir: Path, cores: tuple[int, ...] | None, log: IO[bytes],
+                 recipe: WorkerRecipe | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "coadapt.jobs.verify", str(ckpt_dir), "--json"],
-            env={**os.environ, **THREAD_ENV}, stdout=subprocess.PIPE, stderr=log,
-            stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(cores),
+            env={**os.environ, **THREAD_ENV, **(recipe.env if recipe else {})},
+            stdout=subprocess.PIPE, stderr=log,
+            stdin=subprocess.DEVNULL, preexec_fn=helper_preexec(cores, recipe.cgroup if recipe else None),
             start_new_session=True)  # a terminal's Ctrl-C is the parent's to handle
         self.started = time.monotonic()
 
