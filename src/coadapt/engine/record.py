@@ -127,7 +127,7 @@ class JobRecord:
             self.micro, self.accum = int(c.micro[0]), int(c.accum[0])
             return
         if batch is None:
-            batch = max(lim.init_batch_size, lim.min_local_bsz * r) if self.adaptive else \
+            batch = int(lim.start_batch(r)) if self.adaptive else \
                 self.spec.batch_size
         micro, accum = split_batch(batch, r, lim)
         self.micro, self.accum = int(micro), int(accum)

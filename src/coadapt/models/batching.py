@@ -30,6 +30,11 @@ class JobLimits:
         """Replicas beyond this cannot each get a minimal micro-batch."""
         return max(1, min(self.max_replicas, self.max_batch_size // self.min_local_bsz))
 
+    def start_batch(self, replicas):
+        """The batch of a job with no model yet on ``replicas`` workers (int or
+        array): M0, or a minimal micro-batch per worker when that is larger."""
+        return np.maximum(self.init_batch_size, self.min_local_bsz * np.asarray(replicas))
+
 
 def split_batch(batch_size, replicas, limits: JobLimits) -> tuple[np.ndarray, np.ndarray]:
     """(micro-batch, accumulation steps) that run total batch M on R replicas.

@@ -49,7 +49,7 @@ from coadapt.policies.base import (
 )
 from coadapt.policies.estimates import fixed_batch, packed_nodes
 from coadapt.policies.kind_estimates import job_speeds, on_kind, throughput_on
-from coadapt.policies.kind_placement import Config, ConfigPlacer, FirstFit
+from coadapt.policies.kind_placement import Config, ConfigPlacer, FirstFit, place_jobs
 
 _NEW = 1e9  # Gavel's priority factor for a pair that has received no time yet
 
@@ -155,14 +155,9 @@ class Gavel:
                 continue
             left[kind] -= size
             configs[job.name] = Config(kind, 0, size)
-        placed = self.placer.place(configs, snap.nodes,
-                                   {j.name: j.allocation for j in snap.jobs})
         out: Decision = {}
-        for job in snap.jobs:
-            alloc = placed.get(job.name)
-            if alloc is None:
-                continue
-            kind = configs[job.name].kind
+        for job, alloc, cfg in place_jobs(self.placer, configs, snap):
+            kind = cfg.kind
             self._received[job.name][kind] += snap.interval
             self._handed_out[kind] += snap.interval
             out[job.name] = Assignment(alloc, fixed_batch(job), adaptive=False)

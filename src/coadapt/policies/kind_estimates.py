@@ -87,13 +87,6 @@ def on_kind(job: JobView, kind: str, speeds: Mapping[str, float]) -> OnKind:
     return OnKind(kind, None, 1.0, speed)
 
 
-def bootstrap_batch(job: JobView, replicas: np.ndarray) -> np.ndarray:
-    """The batch of a job with no model: M0, or a minimal micro-batch per worker
-    when that is larger (as ``pollux`` starts a job)."""
-    lim = job.limits
-    return np.maximum(lim.init_batch_size, lim.min_local_bsz * np.asarray(replicas))
-
-
 def goodput_on(job: JobView, est: OnKind, nodes: np.ndarray,
                replicas: np.ndarray) -> BatchChoice:
     """Best goodput (samples/s at efficiency) and its (micro, accum) per
@@ -101,7 +94,7 @@ def goodput_on(job: JobView, est: OnKind, nodes: np.ndarray,
     nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
     replicas = np.atleast_1d(np.asarray(replicas, dtype=float))
     if est.model is None:
-        micro, accum = split_batch(bootstrap_batch(job, replicas), replicas, job.limits)
+        micro, accum = split_batch(job.limits.start_batch(replicas), replicas, job.limits)
         rate = est.speed if est.speed is not None else 1.0
         return BatchChoice(rate * replicas, micro, accum)
     best = est.model.optimize(nodes, replicas, job.limits)

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from coadapt.policies.base import JobView, Snapshot
 from coadapt.policies.placement import Placement
 from coadapt.world.cluster import Node
 
@@ -49,6 +50,14 @@ class ConfigPlacer(Protocol):
         given each job's ``current`` allocation; a job that cannot be placed
         as configured is left out."""
         ...
+
+
+def place_jobs(placer: ConfigPlacer, configs: Mapping[str, Config],
+               snap: Snapshot) -> list[tuple[JobView, tuple[int, ...], Config]]:
+    """The jobs ``placer`` could place as configured, in snapshot order, each
+    with its allocation and configuration (the others wait this round)."""
+    placed = placer.place(configs, snap.nodes, {j.name: j.allocation for j in snap.jobs})
+    return [(j, placed[j.name], configs[j.name]) for j in snap.jobs if j.name in placed]
 
 
 def _keep_unchanged(configs: Mapping[str, Config], nodes: tuple[Node, ...],

@@ -191,7 +191,7 @@ class Pollux:
             return fixed_batch(job)
         replicas = sum(alloc)
         if job.model is None:
-            return max(job.limits.init_batch_size, job.limits.min_local_bsz * replicas)
+            return int(job.limits.start_batch(replicas))
         nodes = sum(1 for a in alloc if a)
         choice = best_goodput(job, np.array([nodes]), np.array([replicas]))
         return int(choice.batch_size[0]) * replicas

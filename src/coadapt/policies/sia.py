@@ -61,7 +61,13 @@ from coadapt.policies.kind_estimates import (
     job_speeds,
     on_kind,
 )
-from coadapt.policies.kind_placement import Config, ConfigPlacer, WholeNodes, config_of
+from coadapt.policies.kind_placement import (
+    Config,
+    ConfigPlacer,
+    WholeNodes,
+    config_of,
+    place_jobs,
+)
 from coadapt.world.cluster import Node
 
 
@@ -202,14 +208,8 @@ class Sia:
         chosen = self.solve(snap, rows)
         configs = {job.name: cfg for job, cfg in zip(snap.jobs, chosen, strict=True)
                    if cfg is not None}
-        placed = self.placer.place(configs, snap.nodes,
-                                   {j.name: j.allocation for j in snap.jobs})
         out: Decision = {}
-        for job in snap.jobs:
-            alloc = placed.get(job.name)
-            if alloc is None:
-                continue
-            cfg = configs[job.name]
+        for job, alloc, cfg in place_jobs(self.placer, configs, snap):
             est = on_kind(job, cfg.kind, job_speeds(snap, job))
             used = sum(1 for a in alloc if a)
             out[job.name] = Assignment(alloc, best_batch_on(job, est, used, cfg.slots),
