@@ -15,7 +15,7 @@ SEEDS    ?= 5
 JOBS     ?=
 EXP_OUT  ?= out/experiment
 
-.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment study netbench live-net clean help
+.PHONY: venv test simulate live calibrate profile report lint bench-reference philly-small workloads experiment study study-kinds netbench live-net clean help
 
 # make live has its own defaults; a value given on the command line wins.
 given = $(if $(filter command line,$(origin $(1))),$($(1)),$(2))
@@ -32,6 +32,7 @@ help:
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
 	@echo "make experiment [SEEDS=5 JOBS=2 EXP_OUT=out/experiment] (the study: CPU sets x policies x seeds, simulated)"
 	@echo "make study [SEEDS=5] (objectives: Pareto; priorities; sensitivity to restart cost, profile error, network; ~15 min, simulated)"
+	@echo "make study-kinds [SEEDS=5 KIND_CLUSTER=4x2:native,4x2:legacy] (kinds of node: mixed vs homogeneous cluster, sia/gavel/pollux, bootstrap error; ~10 min, simulated)"
 	@echo "make workloads (rewrite traces/cpu-*.csv: the named CPU workload sets, seed 1, 8x2)"
 	@echo "make netbench [NET_OUT=out/netbench] (gloo all-reduce between emulated nodes: the network calibration; root, ~6 min)"
 	@echo "make live-net [NET_BW=1 NET_SET=live-net-a] (live on 2 emulated nodes, 2x1, fixed/dynamic/pollux; root)"
@@ -127,6 +128,21 @@ study: $(STAMP)
 		--efficiency-truth curves --out out/study/truth/t1
 	$(PY) benchmarks/study.py sweep "efficiency truth (0 = gain formula, 1 = measured curves)" \
 		out/study/truth/t0 out/study/truth/t1
+
+# Kinds of node (simulated): the named sets on a mixed cluster and on a homogeneous
+# control, every kind-aware and -unaware policy, and Sia's bootstrap error as a sensitivity.
+KIND_CLUSTER ?= 4x2:native,4x2:legacy
+KIND_SETS    ?= cpu-load4,cpu-burst
+KIND_POLICIES := fixed,dynamic,tiresias,gavel,pollux,sia
+study-kinds: $(STAMP)
+	$(STUDY) --workloads $(KIND_SETS) --policies $(KIND_POLICIES) --cluster $(KIND_CLUSTER) \
+		--out out/study/kinds/mixed
+	$(STUDY) --workloads $(KIND_SETS) --policies $(KIND_POLICIES) --cluster 8x2 \
+		--out out/study/kinds/homogeneous
+	for e in 0 0.1 0.25 0.5 1; do $(STUDY) --workloads $(KIND_SETS) --cluster $(KIND_CLUSTER) \
+		--policies fixed,gavel,pollux,sia --bootstrap-error $$e \
+		--out out/study/kinds/bootstrap/e$$e || exit 1; done
+	$(PY) benchmarks/study.py sweep "Sia's bootstrap error E" out/study/kinds/bootstrap/e*
 
 report: $(STAMP)
 	$(VENV)/bin/coadapt report $(OUT)

@@ -193,3 +193,31 @@ def test_the_engine_refuses_a_decision_that_overfills_a_node(tmp_path):
                      Overfill(), ClusterSpec.parse("2x4"), log)
         with pytest.raises(DecisionError, match=r"overfills node\(s\) \[0\]: \[6, 0\]"):
             eng.run()
+
+
+class Watch:
+    """Fixed, recording what each round showed of job ``j``."""
+
+    name = "watch"
+    uses_oracle = False
+
+    def __init__(self):
+        self.inner = make_policy("fixed", PolicyConfig())
+        self.seen: list[tuple[float, int, bool]] = []
+
+    def decide(self, snap):
+        self.seen += [(snap.time, j.replicas, j.restoring) for j in snap.jobs]
+        return self.inner.decide(snap)
+
+
+def test_a_job_reports_restoring_until_its_restart_delay_is_over(tmp_path):
+    # Started at the first round (60 s) with a 90-s restart: restoring at 75 s, not at 165 s.
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("j", 0.0, "toy", 1, 32),))
+    watch = Watch()
+    with EventLog(tmp_path / "r.jsonl") as log:
+        Engine(wl, *modeled(make_toy(), 90.0), watch, ClusterSpec.parse("2x4"), log,
+               interval=15.0, first_round=60.0, restart_delay=90.0).run()
+    shown = {t: (r, restoring) for t, r, restoring in watch.seen}
+    assert shown[60.0] == (0, False)  # not allocated yet: nothing to restore
+    assert shown[75.0] == (1, True) and shown[135.0] == (1, True)
+    assert shown[165.0] == (1, False)

@@ -20,6 +20,7 @@ from coadapt.experiment.report import (
     markdown_table,
     pick_example,
     read_log,
+    summary_table,
     write_report,
 )
 from coadapt.experiment.runner import CELLS_FILE, CellContext, file_result, run_cell
@@ -152,8 +153,9 @@ def test_the_summary_table_carries_the_time_split_and_restarts(grid_report):
     assert set(split) <= set(s.columns)  # and so in summary.csv
     assert all(s[c].null_count() == 0 for c in split)  # the runner's rows carry them
     assert s["delay_mean"].min() > 0  # every job starts at least once
-    assert ("| vs dynamic [CI] | wait s | run s | of it start/restart s | restarts/job | "
-            "modeled |") in text
+    assert ("| max rho mean (worst) | p99 rho | vs fixed [CI] | vs pollux [CI] | vs dynamic [CI] "
+            "| wait s | run s | of it start/restart s | restarts/job | modeled |") in text
+    assert "`vs pollux`" in text and "`p99 rho`" in text  # the paragraph explains them
     p = s.filter((pl.col("policy") == "pollux") & (pl.col("set") == "toy-load4")).row(0, named=True)
     assert (f"| {p['wait_mean']:.1f} | {p['run_mean']:.1f} | {p['delay_mean']:.1f} | "
             f"{p['restarts_mean']:.2f} | {p['modeled_frac']:.2f} |") in text
@@ -224,3 +226,21 @@ def test_markdown_table_formats_nulls_and_escapes_pipes():
     table = markdown_table(df, {"b": "{:.1f}"})
     assert table.splitlines() == ["| a | b | n |", "|---|---|---|", "| x\\|y | 1.2 | 3 |",
                                   "| – | – | 4 |"]
+
+
+def test_summary_table_shows_the_pollux_ratio_and_p99_rho():
+    rows = [{"tag": "10gbps", "set": "cpu-load4", "load": 4.0, "policy": p, "seed": seed,
+             "avg_jct": jct, "max_rho": 2.0, "p99_rho": rho}
+            for p, jcts, rho in (("fixed", (100.0, 200.0), 3.0), ("sia", (75.0, 80.0), 1.25),
+                                 ("pollux", (50.0, 160.0), 1.5))
+            for seed, jct in enumerate(jcts)]
+    t = summary_table(summary(pl.DataFrame(rows)))
+    cols = t.columns
+    assert cols.index("p99 rho") == cols.index("max rho mean (worst)") + 1
+    assert cols.index("vs pollux [CI]") == cols.index("vs fixed [CI]") + 1
+    by = {r["policy"]: r for r in t.iter_rows(named=True)}
+    assert by["sia"]["vs pollux [CI]"].startswith(f"{(1.5 * 0.5) ** 0.5:.2f} [")  # 75/50, 80/160
+    assert by["fixed"]["vs pollux [CI]"].startswith(f"{(2.0 * 1.25) ** 0.5:.2f} [")
+    assert by["pollux"]["vs pollux [CI]"] == "1.00 [1.00, 1.00]"
+    assert by["sia"]["p99 rho"] == "1.25" and by["fixed"]["p99 rho"] == "3.00"
+    assert by["sia"]["vs dynamic [CI]"] == "–"  # dynamic did not run

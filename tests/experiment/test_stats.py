@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -250,3 +251,39 @@ def test_summary_of_no_cells_is_empty_with_its_columns():
     s = summary(pl.DataFrame())
     assert s.height == 0 and {"vs_fixed", "avg_jct_lo", "max_rho_worst"} <= set(s.columns)
     assert goals(s).height == 0 and ablation(s).height == 0
+
+
+def pollux_paired_grid() -> pl.DataFrame:
+    """Two seeds; per-seed avg JCT chosen so the paired ratios work out by hand."""
+    jct = {"fixed": (100.0, 200.0), "sia": (75.0, 80.0), "pollux": (50.0, 160.0)}
+    p99 = {"fixed": 3.0, "sia": 1.25, "pollux": 1.5}
+    return pl.DataFrame([row(p, s, v, p99_rho=p99[p] + s) for p, vs in jct.items()
+                         for s, v in enumerate(vs)])
+
+
+def test_summary_pairs_every_policy_with_pollux_by_seed():
+    s = summary(pollux_paired_grid())
+    sia, fixed, px = (only(s, policy=p) for p in ("sia", "fixed", "pollux"))
+    assert sia["vs_pollux"] == pytest.approx(math.sqrt(1.5 * 0.5))  # 75/50, 80/160
+    assert fixed["vs_pollux"] == pytest.approx(math.sqrt(2.0 * 1.25))  # 100/50, 200/160
+    assert px["vs_pollux"] == pytest.approx(1.0) and px["vs_pollux_n"] == 2
+    assert sia["vs_pollux_lo"] <= sia["vs_pollux"] <= sia["vs_pollux_hi"]
+    assert px["vs_fixed"] == pytest.approx(math.sqrt(0.5 * 0.8))
+    assert sia["p99_rho"] == pytest.approx(1.75)  # mean of 1.25 and 2.25 over seeds
+    assert s["vs_dynamic"].null_count() == s.height  # dynamic did not run
+    no_pollux = summary(pollux_paired_grid().filter(pl.col("policy") != "pollux"))
+    assert no_pollux["vs_pollux"].null_count() == no_pollux.height
+    assert no_pollux["vs_pollux_n"].null_count() == no_pollux.height
+
+
+def test_terminal_text_grids_ratio_to_pollux_with_p99_rho():
+    s = summary(pollux_paired_grid())
+    text = format_summary(s, goals(s))
+    assert "pollux/fixed" in text and "max rho pollux/dynamic" in text  # first grid kept
+    _, grid_ = text.split("avg JCT ratio to pollux (paired by seed) / p99 rho\n")
+    header, _, cells = (re.split(r"\s{2,}", ln.strip()) for ln in grid_.splitlines()[:3])
+    assert header[0] == "set (load)" and cells[0] == "cpu-load4 (4x)"
+    by = dict(zip(header[1:], cells[1:], strict=True))
+    assert by["sia"] == f"{math.sqrt(0.75):.2f} / 1.75"
+    assert by["fixed"] == f"{math.sqrt(2.5):.2f} / 3.50"
+    assert by["pollux"] == "1.00 / 2.00"

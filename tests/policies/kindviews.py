@@ -17,14 +17,14 @@ NODES = nodes_of((4, 4), "a") + nodes_of((4, 4), "b", start=2)
 
 
 def view(name, *, alloc=(0, 0, 0, 0), seen=0, req=1, batch=64, kind=None, models=None,
-         age=1000.0, restarts=0, app="toy", weight=1.0, limits=LIMITS):
+         age=1000.0, restarts=0, app="toy", weight=1.0, limits=LIMITS, restoring=False):
     models = dict(models or {})
     return JobView(name=name, application=app, submit_time=0.0, age=age, attained_service=0.0,
                    restarts=restarts, allocation=tuple(alloc), batch_size=batch,
                    requested_replicas=req, requested_batch=batch, limits=limits,
                    max_observed_replicas=seen, progress=0.0,
                    model=models.get(kind) if kind is not None else None, kind=kind,
-                   models=models, weight=weight)
+                   models=models, weight=weight, restoring=restoring)
 
 
 def snap(jobs, nodes=NODES, speeds=None, t=600.0):

@@ -111,3 +111,13 @@ def test_without_bootstrap_for_new_jobs_one_slot_of_every_kind_is_worth_one():
     configs, value = p.candidates(s, s.jobs[0])
     assert configs == [Config("a", 1, 1), Config("b", 1, 1)] and value.tolist() == [1.0, 1.0]
     assert sum(p.decide(s)["new"].allocation) == 1
+
+
+def test_a_job_restoring_its_checkpoint_keeps_its_configuration():
+    # On kind b, three times slower: free to move, it goes to a; mid-restore, it stays.
+    args = dict(kind="b", models={"b": MODEL}, seen=2, alloc=(0, 0, 2, 0))
+    moved = make_policy("sia", CFG).decide(snap([view("j", **args)], speeds=FAST_ON_A))
+    assert kinds_used(moved["j"].allocation) == {"a"}
+    kept = make_policy("sia", CFG).decide(snap([view("j", restoring=True, **args)],
+                                                speeds=FAST_ON_A))
+    assert kept["j"].allocation == (0, 0, 2, 0)

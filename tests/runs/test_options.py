@@ -67,3 +67,11 @@ def test_unknown_preset_and_truth_exit_2(capsys):
 
 def test_efficiency_truth_reaches_the_settings():
     assert run_settings(["--efficiency-truth", "formula"]).efficiency_truth == "formula"
+
+
+def test_bootstrap_error_reaches_the_settings_and_the_header_only_when_set():
+    assert "bootstrap_error" not in run_settings([]).describe()
+    s = run_settings(["--bootstrap-error", "0.25", "--seed", "3"])
+    assert s.bootstrap_error == 0.25 and s.describe()["bootstrap_error"] == 0.25
+    with pytest.raises(ValueError, match="--bootstrap-error -1"):
+        run_settings(["--bootstrap-error", "-1"])

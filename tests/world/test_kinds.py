@@ -84,3 +84,22 @@ def test_one_kind_has_no_bootstrap_and_the_default_truth():
     w = _world("4x2")
     assert w.kind_speed() == {} and not w.heterogeneous
     assert w.truth("toy", "default") is w.truth("toy")
+
+
+def test_a_bootstrap_error_is_drawn_per_type_and_kind_from_the_seed_and_spares_the_truth():
+    speeds = KindSpeeds({"toy": {"native": KindFactor(1.0, 1.0), "legacy": KindFactor(3.0, 2.0)}})
+    w = _world("2x2:native,2x2:legacy", speeds)
+    exact = w.kind_speed()["toy"]
+    off = w.kind_speed(0.5, seed=7)["toy"]
+    assert off == w.kind_speed(0.5, seed=7)["toy"]  # the seed decides
+    assert off != w.kind_speed(0.5, seed=8)["toy"]
+    logs = [np.log(off[k] / exact[k]) for k in ("native", "legacy")]
+    assert logs[0] != logs[1] and all(0 < abs(x) < 0.5 * 5 for x in logs)
+    # a small error scales the same draws: exp(E z) with the same z
+    small = w.kind_speed(0.05, seed=7)["toy"]
+    assert np.log(small["legacy"] / exact["legacy"]) == pytest.approx(logs[1] / 10)
+    assert w.kind_speed(0.0, seed=7)["toy"] == exact
+    step, _ = w.truth("toy", "legacy").throughput((2,), 32)
+    assert step == _world("2x2:native,2x2:legacy", speeds).truth("toy", "legacy").throughput((2,), 32)[0]
+    with pytest.raises(ValueError, match="bootstrap-error"):
+        w.kind_speed(-0.1)

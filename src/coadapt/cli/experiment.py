@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if (out / CELLS_FILE).exists() and not args.resume:
         return fail("experiment", f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
                      "them, or choose another --out")
-    noisy = bool(ctx.options.get("observation_noise"))  # then the seed draws the noise
+    # then the seed draws the noise (or the bootstrap's error)
+    noisy = bool(ctx.options.get("observation_noise") or ctx.options.get("bootstrap_error"))
     cells = build_grid(bandwidths, workloads, unique(policies), seeds,
                        {w: noisy or w not in ctx.workloads for w in workloads})
     done = finished(out, ctx.fingerprint) if args.resume else {}
@@ -165,7 +166,8 @@ def _plan(args: argparse.Namespace):
     options = {k: getattr(args, k) for k in ("cluster", "latency", "interval", "restart_delay",
                                              "new_jobs", "tiresias_threshold", "power",
                                              "observation_noise", "efficiency_truth",
-                                             "preset", "net_calibration")}
+                                             "preset", "net_calibration", "kind_speeds",
+                                             "bootstrap_error")}
     for bw in args.bandwidth:  # every option fails here, once, not in every cell
         spec = argparse.Namespace(**options, bandwidth=bw, seed=1)
         world = world_of(spec, profiles, costs)

@@ -33,6 +33,7 @@ class JobRecord:
     attained: float = 0.0
     last_t: float = 0.0
     completed_at: float | None = None
+    restoring: bool = False  # the job reports it is (re)starting: not yet stepping (backends set it)
     node_kinds: tuple[str, ...] = ()  # the kind of each node of the cluster (empty: the default)
     kind: str | None = None  # the kind it runs on now, or ran on last; None: never ran
     by_kind: dict[str, Observations] = field(default_factory=dict)
@@ -141,4 +142,4 @@ class JobRecord:
             requested_replicas=self.spec.num_replicas, requested_batch=self.spec.batch_size,
             limits=self.limits, max_observed_replicas=self.max_observed_replicas,
             progress=self.progress, model=self.model, oracle=oracle, weight=self.spec.weight,
-            kind=self.kind, models=self.models)
+            kind=self.kind, models=self.models, restoring=self.restoring and self.replicas > 0)

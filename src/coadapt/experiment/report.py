@@ -114,8 +114,13 @@ def _ci(v: float | None, lo: float | None, hi: float | None, scale: float = 1.0,
     return s
 
 
+RATIO_COLUMNS = ("fixed", "pollux", "dynamic")  # stats.PAIRED, Pollux beside fixed
+
+
 def summary_table(summary: pl.DataFrame) -> pl.DataFrame:
-    """The report's view of the summary: times in minutes, CIs in brackets."""
+    """The report's view of the summary: times in minutes, CIs in brackets;
+    the ratio to Pollux sits beside the one to fixed so a kind-aware policy
+    (Sia, Gavel) reads against both at once."""
     rows = []
     for r in summary.iter_rows(named=True):
         rows.append({
@@ -127,10 +132,9 @@ def summary_table(summary: pl.DataFrame) -> pl.DataFrame:
             "util": _fmt(r["utilization"]),
             "max rho mean (worst)": ("–" if r["max_rho"] is None else
                                      f"{r['max_rho']:.2f} ({_fmt(r['max_rho_worst'])})"),
-            "vs fixed [CI]": _ci(r["vs_fixed"], r["vs_fixed_lo"], r["vs_fixed_hi"],
-                                 n=r["vs_fixed_n"]),
-            "vs dynamic [CI]": _ci(r["vs_dynamic"], r["vs_dynamic_lo"], r["vs_dynamic_hi"],
-                                   n=r["vs_dynamic_n"]),
+            "p99 rho": _fmt(r["p99_rho"]),
+            **{f"vs {b} [CI]": _ci(r[f"vs_{b}"], r[f"vs_{b}_lo"], r[f"vs_{b}_hi"],
+                                   n=r[f"vs_{b}_n"]) for b in RATIO_COLUMNS},
             "wait s": _fmt(r["wait_mean"], "{:.1f}"),
             "run s": _fmt(r["run_mean"], "{:.1f}"),
             "of it start/restart s": _fmt(r.get("delay_mean"), "{:.1f}"),
@@ -261,8 +265,10 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
                   "`failed.csv` holds the same list.", "",
                   *[f"- `{key}`: {err}" for key, err in failed]]
     lines += ["", "## Summary (mean over seeds)", "",
-              "JCT ratios are per-seed ratios of average JCT to the baseline on the same "
-              "workload draw, averaged geometrically over seeds; < 1 is faster. A completed job's JCT is "
+              "JCT ratios (`vs fixed`, `vs pollux`, `vs dynamic`) are per-seed ratios of "
+              "average JCT to that policy's on the same workload draw, averaged geometrically "
+              "over seeds; < 1 is faster. `p99 rho` is each run's 99th-percentile rho (JCT / "
+              "T_iso on the shared yardstick, below), mean over seeds. A completed job's JCT is "
               "`wait s` (submission to first slots) + `run s`, of which `start/restart s` "
               "went to starting and restarting it; `restarts/job` is the mean restarts per "
               "job. `modeled` is the share of slot-time on placements whose speed was not "

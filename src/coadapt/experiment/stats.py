@@ -23,7 +23,11 @@ import polars as pl
 from scipy import stats
 
 KEYS = ["tag", "set", "load", "policy"]
-BASELINES = ("fixed", "dynamic")
+BASELINES = ("fixed", "dynamic")  # listed first in tables (policy_order)
+# What every cell's avg JCT is paired against (summary: vs_<name>): the two
+# baselines and Pollux, the yardstick kind-aware policies (Sia, Gavel) must beat.
+# Pollux stays out of BASELINES: it reads best last, not first.
+PAIRED = (*BASELINES, "pollux")
 # The ablation's definition: Pollux's two halves (registered variants, see
 # coadapt.policies.pollux) against the whole; column prefix per policy.
 ABLATION = {"pollux-batch-only": "batch_only", "pollux-workers-only": "workers_only",
@@ -223,8 +227,9 @@ def _sort(df: pl.DataFrame, *extra: str) -> pl.DataFrame:
 
 def summary(results: pl.DataFrame) -> pl.DataFrame:
     """One row per (tag, set, load, policy): means over seeds with a bootstrap
-    CI on avg JCT, the worst max rho, and avg JCT ratios to ``fixed`` and
-    ``dynamic`` paired by seed (null where that baseline did not run)."""
+    CI on avg JCT, the worst max rho, and avg JCT ratios to ``fixed``,
+    ``dynamic`` and ``pollux`` paired by seed (``PAIRED``; null where that
+    policy did not run)."""
     df = _prepare(results)
     agg = df.group_by(KEYS).agg(
         pl.col("bandwidth").first(),
@@ -236,14 +241,14 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
     )
     agg = pl.concat([agg.drop("_jct"), _cis(agg["_jct"].to_list(), "avg_jct")],
                     how="horizontal")
-    for b in BASELINES:
+    for b in PAIRED:
         agg = agg.join(_paired(df, b), on=KEYS, how="left", nulls_equal=True)
     cols = ["tag", "bandwidth", "set", "load", "policy", "seeds", "completed_frac",
             "avg_jct", "avg_jct_lo", "avg_jct_hi", "p99_jct", "utilization", "max_rho",
             "max_rho_worst", "p99_rho", "unfair_frac", "jain", "wait_mean", "run_mean",
             "delay_mean", "restarts_mean", "modeled_frac", "n_iso_mean", "share_median",
             "prio_avg_jct", "rest_avg_jct", "prio_mean_rho", "rest_mean_rho"]
-    for b in BASELINES:
+    for b in PAIRED:
         cols += [f"vs_{b}", f"vs_{b}_lo", f"vs_{b}_hi", f"vs_{b}_n"]
     return _sort(agg.select(cols))
 

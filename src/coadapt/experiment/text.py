@@ -26,32 +26,57 @@ def text_grid(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _set_rows(part: pl.DataFrame) -> list[tuple[str, dict[str, dict]]]:
+    """Per set of one network, in the summary's order: its 'set (load)' label
+    and its rows by policy (one grouping, shared by both grids)."""
+    out = []
+    for (name,), grp in part.group_by("set", maintain_order=True):
+        by = {r["policy"]: r for r in grp.iter_rows(named=True)}
+        load = next(iter(by.values()))["load"]
+        out.append((f"{name} ({load:.3g}x)" if load is not None else str(name), by))
+    return out
+
+
+def _jct_row(by: dict[str, dict], policies: list[str]) -> list[str]:
+    """Mean JCT [CI] per policy, then pollux's ratios and max rho against dynamic."""
+    line = []
+    for p in policies:
+        r = by.get(p)
+        line.append("-" if r is None else
+                    f"{_minutes(r['avg_jct'])} [{_minutes(r['avg_jct_lo'])}, "
+                    f"{_minutes(r['avg_jct_hi'])}]")
+    px, dyn = by.get("pollux"), by.get("dynamic")
+    line += [_ratio(px["vs_fixed"]) if px else "-", _ratio(px["vs_dynamic"]) if px else "-"]
+    line.append(f"{_ratio(px['max_rho']) if px else '-'} / "
+                f"{_ratio(dyn['max_rho']) if dyn else '-'}")
+    return line
+
+
+def _pollux_row(by: dict[str, dict], policies: list[str]) -> list[str]:
+    """'ratio / p99 rho' per policy: each policy's avg JCT over pollux's
+    (paired by seed; pollux's own reads 1.00) and its p99 rho, so a
+    kind-aware policy's speed and fairness read against Pollux side by side."""
+    return ["-" if (r := by.get(p)) is None else
+            f"{_ratio(r['vs_pollux'])} / {_ratio(r['p99_rho'])}" for p in policies]
+
+
 def format_summary(summary: pl.DataFrame, goals: pl.DataFrame) -> str:
-    """Per network: mean JCT in minutes [95% CI] per set and policy, and
-    pollux's paired ratios; then the goals."""
+    """Per network: mean JCT in minutes [95% CI] per set and policy with
+    pollux's paired ratios; then every policy's ratio to pollux and p99 rho;
+    then the goals."""
     out = []
     policies = ordered_policies(summary["policy"].to_list())
     for tag in summary["tag"].unique(maintain_order=True):
-        part = summary.filter(pl.col("tag") == tag)
-        rows = []
-        for (name,), grp in part.group_by("set", maintain_order=True):
-            by = {r["policy"]: r for r in grp.iter_rows(named=True)}
-            first = next(iter(by.values()))
-            line = [f"{name} ({first['load']:.3g}x)"]
-            for p in policies:
-                r = by.get(p)
-                line.append("-" if r is None else
-                            f"{_minutes(r['avg_jct'])} [{_minutes(r['avg_jct_lo'])}, "
-                            f"{_minutes(r['avg_jct_hi'])}]")
-            px = by.get("pollux")
-            line += [_ratio(px["vs_fixed"]) if px else "-", _ratio(px["vs_dynamic"]) if px else "-"]
-            dyn = by.get("dynamic")
-            line.append(f"{_ratio(px['max_rho']) if px else '-'} / "
-                        f"{_ratio(dyn['max_rho']) if dyn else '-'}")
-            rows.append(line)
+        sets = _set_rows(summary.filter(pl.col("tag") == tag))
         out.append(f"SIMULATED, network {tag}: mean JCT in minutes [95% CI over seeds]")
         out.append(text_grid(["set (load)", *policies, "pollux/fixed", "pollux/dynamic",
-                              "max rho pollux/dynamic"], rows))
+                              "max rho pollux/dynamic"],
+                             [[label, *_jct_row(by, policies)] for label, by in sets]))
+        out.append("")
+        out.append(f"SIMULATED, network {tag}: avg JCT ratio to pollux (paired by seed) "
+                   "/ p99 rho")
+        out.append(text_grid(["set (load)", *policies],
+                             [[label, *_pollux_row(by, policies)] for label, by in sets]))
         out.append("")
     if goals.height:
         rows = [[f"{g['tag']} {g['set']}", g["goal"], f"{g['value']:.2f}" if g["value"] is not None

@@ -49,6 +49,9 @@ class JobView:
     models: Mapping[str, GoodputModel] = field(default_factory=dict)
     """Per kind the job has run on, the model fitted from its observations there
     (``model`` is the one of ``kind``: a kind-unaware policy uses just that)."""
+    restoring: bool = False
+    """It holds slots but is still (re)starting from its checkpoint, not yet
+    stepping (its own report, as Sia's ``scaling_underway``)."""
 
     @property
     def replicas(self) -> int:

@@ -9,6 +9,8 @@ runs it:
   a node's slots, the whole node included), and n whole nodes for n >= 2; a
   job may take those within its declared limits and at most twice what it has
   run at (one slot, or ``start_node``'s share, to start), on any kind;
+- **lock**: a job that reports it is still restoring its checkpoint after a
+  change (``JobView.restoring``) keeps its configuration this round;
 - **value**: the job's goodput there (``kind_estimates``: its own model on a
   kind it ran on, projected by the bootstrap ratio elsewhere, the bootstrap
   alone before its first step, or as the artifact by default, value 1 on one
@@ -27,14 +29,13 @@ Then a ``ConfigPlacer`` puts the chosen configurations on nodes (default
 ``WholeNodes``; a job it cannot place waits this round), and each job runs the
 goodput-optimal batch of its allocation, re-tuned between rounds (adaptive).
 
-Departures from the artifact: no rigid (fixed-size) job class; no pinning of
-a job in the middle of a checkpoint-restore (a snapshot does not say); an
-unseen kind is projected from the job's current kind (the artifact: the first
-seen type in cluster order) at the target kind's node shape (the artifact
-re-packs the slots onto the seen type's nodes); the projection ratio is the
-bootstrap's, at the initial batch (the artifact: its profiles' largest
-one-GPU batch); placement keeps unchanged configurations where they are (the
-artifact's simulated placement does not).
+Departures from the artifact: no rigid (fixed-size) job class; an unseen kind
+is projected from the job's current kind (the artifact: the first seen type in
+cluster order) at the target kind's node shape (the artifact re-packs the
+slots onto the seen type's nodes); the projection ratio is the bootstrap's, at
+the initial batch (the artifact: its profiles' largest one-GPU batch);
+placement keeps unchanged configurations where they are (the artifact's
+simulated placement does not).
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ class Sia:
         cap = growth_cap(job, snap.total_slots,
                          start_slots(job, snap.max_slots_per_node, self.config.start_node))
         current = config_of(job.allocation, snap.nodes) if job.replicas else None
+        if current is not None and job.restoring:
+            return [current], np.ones(1)  # restoring its checkpoint: it keeps what it has
         speeds = job_speeds(snap, job)
         if not self.bootstrap_new and all(on_kind(job, k, speeds).model is None
                                           for k in snap.kinds):

@@ -158,6 +158,11 @@ def add_options(p: argparse.ArgumentParser, cluster: str = "8x2", *,
                    f"machine's newest in {CALIBRATIONS_DIR}/, else the profile folder's "
                    f"{KIND_SPEEDS_FILE}; read only when --cluster names a kind other than "
                    "native (GPU kinds come with their profiles)")
+    p.add_argument("--bootstrap-error", type=float, default=0.0, metavar="E",
+                   help="a sensitivity of kind-aware policies (sia, gavel): multiply each job "
+                   "type's one-worker speed per kind that they are shown (Sia's bootstrap) by "
+                   "exp(E*z), z ~ N(0,1) per type and kind, drawn from the run's seed; the "
+                   "truth stays exact. 0 (default): the bootstrap as measured")
     if seed:
         p.add_argument("--seed", type=int, default=0, help="random seed, recorded in the log")
 
@@ -246,7 +251,8 @@ def settings(args: argparse.Namespace, world: World, workload: Workload,
                        show_progress=show_progress, start_node=args.new_jobs == "node",
                        tiresias_threshold=threshold, observation_noise=noise,
                        efficiency_truth=world.efficiency_truth,
-                       preset=getattr(args, "preset", None))
+                       preset=getattr(args, "preset", None),
+                       bootstrap_error=float(getattr(args, "bootstrap_error", 0.0) or 0.0))
 
 
 def parse_options(argv: Sequence[str], cluster: str = "8x2") -> argparse.Namespace:

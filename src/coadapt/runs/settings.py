@@ -4,6 +4,7 @@ the files written at the end."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies.base import PolicyConfig
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.world import EFFICIENCY_TRUTHS
+from coadapt.world.world import EFFICIENCY_TRUTHS, World
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,13 @@ class RunSettings:
     efficiency_truth: str = "curves"  # modeled jobs' statistical efficiency: measured curves
     # where the profile has them, else the gain formula ("formula": always the formula)
     preset: str | None = None  # the named option set these settings came from (runs.options)
+    bootstrap_error: float = 0.0  # E: error of Sia's bootstrap shown to policies (World.kind_speed)
 
     def __post_init__(self) -> None:
         check_observation_noise(self.observation_noise)
+        if not (self.bootstrap_error >= 0 and math.isfinite(self.bootstrap_error)):
+            raise ValueError(f"--bootstrap-error {self.bootstrap_error}: expected a finite "
+                             "number >= 0")
         if self.efficiency_truth not in EFFICIENCY_TRUTHS:
             raise ValueError(f"--efficiency-truth {self.efficiency_truth!r}: expected one of "
                              f"{', '.join(EFFICIENCY_TRUTHS)}")
@@ -49,7 +54,13 @@ class RunSettings:
                 "restart_delay": self.restart_delay, "seed": self.seed, "p": self.p,
                 "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
                 "observation_noise": self.observation_noise,
-                "efficiency_truth": self.efficiency_truth, "preset": self.preset}
+                "efficiency_truth": self.efficiency_truth, "preset": self.preset,
+                **({"bootstrap_error": self.bootstrap_error} if self.bootstrap_error else {})}
+
+    def kind_speed(self, world: World) -> dict[str, dict[str, float]]:
+        """What policies are shown of the kinds: the world's bootstrap, off by
+        ``bootstrap_error`` (drawn from the run's seed) when that is set."""
+        return world.kind_speed(self.bootstrap_error, self.seed)
 
 
 

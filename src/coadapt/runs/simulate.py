@@ -90,7 +90,7 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
         engine = Engine(workload, world.limits, backend, policy,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress,
-                        kind_speed=world.kind_speed(),
+                        kind_speed=settings.kind_speed(world),
                         restart_penalty=world.study.penalty_s if world.study else None)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()

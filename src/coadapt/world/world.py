@@ -13,6 +13,7 @@ Policies never receive a World: they see the engine's snapshot.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from coadapt.world.truth import ClusterTruth, ScaledTruth, StepTruth, efficiency
 
 EFFICIENCY_TRUTHS = ("curves", "formula")
 PLAIN_KINDS = ("default", "native")  # plain workers: the profiles as followed
+BOOTSTRAP_STREAM = 3  # the seed's stream for --bootstrap-error (workloads use 1 and 2)
 
 
 def kind_truth(app: str, profile: AppProfile, base: ClusterTruth, kind: str, cluster: ClusterSpec,
@@ -99,12 +101,19 @@ class World:
     def heterogeneous(self) -> bool:
         return len(self.cluster.kinds) > 1
 
-    def kind_speed(self) -> dict[str, dict[str, float]]:
+    def kind_speed(self, error: float = 0.0, seed: int = 0) -> dict[str, dict[str, float]]:
         """Sia's bootstrap, what a kind-aware policy may know of the truth: per
         job type and kind, one worker's samples/s at the initial batch (as an
-        operator profiles each type once per kind). Empty on one kind."""
+        operator profiles each type once per kind). Empty on one kind.
+
+        ``error`` > 0 is a sensitivity (``--bootstrap-error``): each entry is
+        multiplied by exp(error * z), z ~ N(0, 1) drawn per (type, kind) in
+        sorted order from ``seed``'s own stream, as a profile taken on another
+        day or machine would be off; the truth itself stays exact."""
         if not self.heterogeneous:
             return {}
+        if not (error >= 0 and math.isfinite(error)):
+            raise ValueError(f"--bootstrap-error {error}: expected a finite number >= 0")
         out: dict[str, dict[str, float]] = {}
         for app in self.profiles:
             lim = self.limits[app]
@@ -113,6 +122,11 @@ class World:
                 step, sync = self.truth(app, kind).throughput((1,), float(micro[0]))
                 total = float(step_with_accum(step, sync, int(accum[0])))
                 out.setdefault(app, {})[kind] = float(micro[0]) * (int(accum[0]) + 1) / total
+        if error > 0:
+            rng = np.random.default_rng((seed, BOOTSTRAP_STREAM))
+            for app in sorted(out):
+                for kind in sorted(out[app]):
+                    out[app][kind] *= float(np.exp(error * rng.standard_normal()))
         return out
 
     def efficiency(self, app: str):

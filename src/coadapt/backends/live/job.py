@@ -83,6 +83,7 @@ class LiveJob:
         self.poll(now)
         self.record.accrue(now)
         self.record.obs.refit(now)
+        self.record.restoring = self.state in ("stopping", "pending", "starting")
 
     def apply(self, a: Assignment, now: float) -> bool:
         r = self.record

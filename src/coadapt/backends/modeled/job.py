@@ -180,6 +180,7 @@ class ModeledJob:
     def sync(self, now: float) -> None:
         self.advance(now)
         self.record.obs.refit(now)
+        self.record.restoring = now < self.run_from
 
     def apply(self, a: Assignment, now: float) -> bool:
         """A new allocation restarts the job after the restart delay; the same
