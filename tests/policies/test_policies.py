@@ -31,7 +31,8 @@ def test_registry_has_all_policies_and_rejects_unknown():
     assert {"fixed", "dynamic", "pollux", "tiresias", "optimus-oracle"} <= set(REGISTRY)
     with pytest.raises(KeyError, match="unknown policy"):
         make_policy("nope", CFG)
-    assert [n for n, c in REGISTRY.items() if c.uses_oracle] == ["optimus-oracle"]
+    assert sorted(n for n, c in REGISTRY.items() if c.uses_oracle) == ["gavel-ftf-oracle",
+                                                                      "optimus-oracle"]
 
 
 def test_fixed_is_fifo_and_non_preemptive():

@@ -39,7 +39,7 @@ def test_registry_has_variants_outside_all():
     assert set(VARIANTS) <= set(REGISTRY)
     assert policy_names() == sorted(["fixed", "dynamic", "gavel", "pollux", "sia", "tiresias",
                                    "optimus-oracle"])
-    assert policy_names(primary=False, variants=True) == sorted(VARIANTS)
+    assert policy_names(primary=False, variants=True) == sorted([*VARIANTS, "gavel-ftf-oracle"])
     assert "optimus-oracle" not in policy_names(variants=True, oracles=False)
     for name in (*VARIANTS, "pollux"):
         p = make_policy(name, CFG)

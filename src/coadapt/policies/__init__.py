@@ -1,6 +1,15 @@
 """Scheduling policies; importing this package registers every policy."""
 
-from coadapt.policies import dynamic, fixed, gavel, optimus, pollux, sia, tiresias  # noqa: F401
+from coadapt.policies import (  # noqa: F401
+    dynamic,
+    fixed,
+    gavel,
+    gavel_ftf,
+    optimus,
+    pollux,
+    sia,
+    tiresias,
+)
 from coadapt.policies.base import (
     PRIMARY,
     REGISTRY,

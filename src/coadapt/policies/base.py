@@ -125,12 +125,17 @@ def _claim(name: str) -> None:
         raise ValueError(f"policy {name!r} registered twice")
 
 
-def register(cls):
-    """Class decorator: make a primary policy available by its ``name``."""
-    _claim(cls.name)
-    REGISTRY[cls.name] = cls
-    PRIMARY.append(cls.name)
-    return cls
+def register(cls: type | None = None, *, primary: bool = True):
+    """Class decorator: make a policy available by its ``name``; a primary one
+    (default) is also one of 'all', a secondary one (``primary=False``, e.g. an
+    oracle variant that needs its own class) is listed with the variants."""
+    def add(c: type) -> type:
+        _claim(c.name)
+        REGISTRY[c.name] = c
+        if primary:
+            PRIMARY.append(c.name)
+        return c
+    return add if cls is None else add(cls)
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,9 @@ on several kinds of node in two steps, following the Sia artifact
    ``ConfigPlacer`` (``FirstFit``: kept where unchanged, else node by node)
    places the gangs on nodes of their kind.
 
-The finish-time-fairness objective (``gavel-ftf``) is not provided: Gavel's
-LP for it needs each job's remaining and total steps, which the artifact's
-Gavel reads from the simulator and a policy here may not know (it would be an
-oracle baseline).
+Finish-time fairness, Gavel's other objective, is the variant
+``gavel-ftf-oracle`` (``gavel_ftf.py``): the same rounds over another LP, which
+needs each job's remaining steps, so it is an oracle baseline.
 """
 
 from __future__ import annotations
@@ -64,6 +63,30 @@ class Plan:
     fractions: np.ndarray  # x[j, k]
 
 
+def max_throughput(snap: Snapshot, sizes: np.ndarray, tput: np.ndarray,
+                   floor: np.ndarray | None = None) -> np.ndarray | None:
+    """The time fractions x[j, k] that maximize sum T x within one unit of time
+    per job and the slots of each kind; with ``floor``, only those that give
+    job j at least floor[j] steps/s (None: no such x)."""
+    m, n = tput.shape
+    if m == 0:
+        return np.zeros((0, n))
+    per_job = np.kron(np.eye(m), np.ones(n))  # sum_k x[j, k] <= 1
+    per_kind = np.zeros((n, m * n))  # sum_j size x[j, k] <= slots of k
+    for k in range(n):
+        per_kind[k, k::n] = sizes[:, k]
+    a_ub = [per_job, per_kind]
+    b_ub = [np.ones(m), [snap.slots_of_kind(k) for k in snap.kinds]]
+    if floor is not None:  # -sum_k T[j, k] x[j, k] <= -floor[j]
+        a_ub.append(-per_job * tput.ravel())
+        b_ub.append(-floor)
+    res = scipy.optimize.linprog(-tput.ravel(), A_ub=np.vstack(a_ub),
+                                 b_ub=np.concatenate(b_ub), bounds=(0, 1), method="highs")
+    if res.x is None:
+        return None
+    return np.clip(np.round(res.x, 5), 0.0, 1.0).reshape(m, n)
+
+
 def gang_size(job: JobView, kind_slots: int) -> int:
     """Requested slots, within the job's limits and the kind's slots."""
     return max(1, min(job.requested_replicas, job.limits.max_useful_replicas(), kind_slots))
@@ -97,24 +120,14 @@ class Gavel:
                 sizes[j, k] = size
                 tput[j, k] = float(throughput_on(job, est, packed_nodes(r, per_node), r,
                                                  batch)[0]) / batch
-        return Plan(kinds, sizes, tput, self._solve(snap, sizes, tput))
+        return Plan(kinds, sizes, tput, self.fractions(snap, sizes, tput))
 
-    @staticmethod
-    def _solve(snap: Snapshot, sizes: np.ndarray, tput: np.ndarray) -> np.ndarray:
-        m, n = tput.shape
-        if m == 0:
-            return np.zeros((0, n))
-        per_job = np.kron(np.eye(m), np.ones(n))  # sum_k x[j, k] <= 1
-        per_kind = np.zeros((n, m * n))  # sum_j size x[j, k] <= slots of k
-        for k in range(n):
-            per_kind[k, k::n] = sizes[:, k]
-        res = scipy.optimize.linprog(
-            -tput.ravel(), A_ub=np.vstack([per_job, per_kind]),
-            b_ub=np.concatenate([np.ones(m), [snap.slots_of_kind(k) for k in snap.kinds]]),
-            bounds=(0, 1), method="highs")
-        if res.x is None:
-            raise RuntimeError(f"gavel: the LP found no solution ({res.message})")
-        return np.clip(np.round(res.x, 5), 0.0, 1.0).reshape(m, n)
+    def fractions(self, snap: Snapshot, sizes: np.ndarray, tput: np.ndarray) -> np.ndarray:
+        """Max-sum-throughput: the time fractions x[j, k] of the LP above."""
+        x = max_throughput(snap, sizes, tput)
+        if x is None:
+            raise RuntimeError("gavel: the LP found no solution")
+        return x
 
     def _priorities(self, snap: Snapshot, plan: Plan) -> np.ndarray:
         """x / fraction of the kind's time received, per job and kind."""
