@@ -133,7 +133,7 @@ study: $(STAMP)
 # control, every kind-aware and -unaware policy, and Sia's bootstrap error as a sensitivity.
 KIND_CLUSTER ?= 4x2:native,4x2:legacy
 KIND_SETS    ?= cpu-load4,cpu-burst
-KIND_POLICIES := fixed,dynamic,tiresias,gavel,pollux,sia
+KIND_POLICIES := fixed,dynamic,tiresias,gavel,gavel-ftf-oracle,pollux,sia
 study-kinds: $(STAMP)
 	$(STUDY) --workloads $(KIND_SETS) --policies $(KIND_POLICIES) --cluster $(KIND_CLUSTER) \
 		--out out/study/kinds/mixed

@@ -126,3 +126,18 @@ def test_leftovers_of_a_dead_owner_are_removed_and_emptied():
         assert mine.run_dir.exists()  # a running run's cgroups are left alone
     finally:
         mine.close()
+
+
+def test_a_quota_is_set_over_a_short_period_and_never_below_the_kernels_least(tmp_path):
+    for version in (1, 2):
+        d = tmp_path / f"v{version}"
+        d.mkdir()
+        ctl = CpuController(tmp_path, version)
+        ctl.set_quota(d, 0.5)
+        got = ((d / "cpu.cfs_quota_us").read_text(), (d / "cpu.cfs_period_us").read_text()) \
+            if version == 1 else tuple((d / "cpu.max").read_text().split())
+        assert got == ("5000", "10000")  # 5 ms of every 10 ms
+        ctl.set_quota(d, 0.01)  # 0.1 ms of 10 ms is below 1 ms: a longer period instead
+        got = ((d / "cpu.cfs_quota_us").read_text(), (d / "cpu.cfs_period_us").read_text()) \
+            if version == 1 else tuple((d / "cpu.max").read_text().split())
+        assert got == ("1000", "100000")

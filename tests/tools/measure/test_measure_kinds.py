@@ -37,7 +37,7 @@ def test_factors_are_measured_over_predicted_with_their_cv():
     rows = ([(1, 8, 0.3, 0.0)] * 5 + [(1, 32, 1.2, 0.0)] * 4 + [(1, 32, 1.32, 0.0)]
             + [(2, 8, 0.2, 0.1), (2, 8, 0.25, 0.15)])
     f = kind_factor(_steps(rows), FakeProfile())
-    assert f.compute == pytest.approx(3.0)  # median of 3.0 x 9 and 3.3
+    assert f.compute == pytest.approx(7.62 / 2.5)  # total measured over total predicted
     assert 0 < f.compute_cv < 0.05
     assert f.sync == pytest.approx(2.5) and f.sync_cv == pytest.approx(0.2)
     assert f.samples == 12
@@ -45,6 +45,14 @@ def test_factors_are_measured_over_predicted_with_their_cv():
     assert only1.sync == only1.compute == pytest.approx(2.0)
     with pytest.raises(ValueError, match="no 1-worker"):
         kind_factor(_steps([(2, 8, 0.2, 0.1)]), FakeProfile())
+
+
+def test_a_quota_that_stalls_one_step_in_four_counts_at_its_long_run_rate():
+    # Under a CPU quota most short steps run at full speed and every fourth
+    # waits out the period: the median says 1x, the rate is 2.5x.
+    rows = [(1, 8, 0.1, 0.0)] * 3 + [(1, 8, 0.7, 0.0)]
+    rows = rows * 4
+    assert kind_factor(_steps(rows), FakeProfile()).compute == pytest.approx(2.5)
 
 
 def test_runs_cover_two_micro_batches_and_two_workers():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import signal
 import time
@@ -37,7 +38,10 @@ from coadapt.world.kinds import KindError, NodeKind
 log = logging.getLogger(__name__)
 
 CGROUP_DIR = "coadapt"
-PERIOD_US = 100_000
+PERIOD_US = 10_000
+"""The quota's period: 10 ms (the kernel's default is 100 ms), so a half-core kind
+throttles within a step of a few milliseconds, as a slower core would, instead of
+running some steps at full speed and stalling others for 50 ms."""
 MOUNTS = Path("/proc/self/mounts")
 PLAIN = WorkerRecipe()
 
@@ -61,12 +65,13 @@ class CpuController:
 
     def set_quota(self, d: Path, cores: float) -> None:
         """Limit the processes in ``d`` to ``cores`` cores of CPU time."""
-        quota = max(int(round(cores * PERIOD_US)), 1000)
+        period = max(PERIOD_US, math.ceil(1000 / cores))  # the kernel's least quota: 1 ms
+        quota = max(int(round(cores * period)), 1000)
         if self.version == 1:
-            _write(d / "cpu.cfs_period_us", str(PERIOD_US))
+            _write(d / "cpu.cfs_period_us", str(period))
             _write(d / "cpu.cfs_quota_us", str(quota))
         else:
-            _write(d / "cpu.max", f"{quota} {PERIOD_US}")
+            _write(d / "cpu.max", f"{quota} {period}")
 
     @property
     def writable(self) -> bool:

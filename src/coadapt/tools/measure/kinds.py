@@ -9,9 +9,12 @@ environment and a cgroup with its quota, :mod:`coadapt.backends.live.kinds`):
 after the other, so a slow minute of the machine hits them alike.
 
 A factor is the measured time over the shipped profile's prediction at the
-same placement and micro-batch (compute = step - sync), the median over
-the steady steps, with their coefficient of variation; the simulator's
-truth of a kind is the profile scaled by its factor over the reference's.
+same placement and micro-batch (compute = step - sync), summed over the
+steady steps (a ratio of totals, so the long-run rate: under a CPU quota most
+short steps run unthrottled and a few wait out the quota, which a median
+would miss), with the per-step ratios' coefficient of variation; the
+simulator's truth of a kind is the profile scaled by its factor over the
+reference's.
 """
 
 from __future__ import annotations
@@ -76,21 +79,29 @@ def _cv(xs: Sequence[float]) -> float:
 def kind_factor(steps: pl.DataFrame, profile: AppProfile) -> KindFactor:
     """The factor of one (type, kind) from its steady steps (columns workers,
     local_bsz, step_time, sync_time): per step, compute (1 worker) or sync
-    (2 workers) over the profile's at that configuration; the medians and
-    the coefficients of variation. No 2-worker step: sync as compute."""
-    comp, sync = [], []
+    (2 workers) over the profile's at that configuration; the ratios of their
+    totals and the per-step ratios' coefficients of variation. No 2-worker
+    step: sync as compute."""
+    comp, sync = [], []  # (measured, predicted) per step
     for w, m, step, s in steps.select("workers", "local_bsz", "step_time", "sync_time").iter_rows():
         p_step, p_sync = profile.throughput((int(w),), float(m))
         if w == 1 and p_step - p_sync > 0:
-            comp.append((step - s) / (p_step - p_sync))
+            comp.append((step - s, p_step - p_sync))
         elif w > 1 and p_sync > 0:
-            sync.append(s / p_sync)
+            sync.append((s, p_sync))
     if not comp:
         raise ValueError(f"{profile.name}: no 1-worker steady step to compare with the profile")
-    cf = statistics.median(comp)
+    cf, ccv = _ratio(comp)
     if not sync:
-        return KindFactor(cf, cf, _cv(comp), _cv(comp), len(comp))
-    return KindFactor(cf, statistics.median(sync), _cv(comp), _cv(sync), len(comp) + len(sync))
+        return KindFactor(cf, cf, ccv, ccv, len(comp))
+    sf, scv = _ratio(sync)
+    return KindFactor(cf, sf, ccv, scv, len(comp) + len(sync))
+
+
+def _ratio(pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Total measured over total predicted, and the per-pair ratios' CV."""
+    return (sum(m for m, _ in pairs) / sum(p for _, p in pairs),
+            _cv([m / p for m, p in pairs]))
 
 
 def recipe_runner(recipes: tuple[WorkerRecipe, ...], cores: tuple[int, ...]) -> Runner:
