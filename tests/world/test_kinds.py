@@ -103,3 +103,13 @@ def test_a_bootstrap_error_is_drawn_per_type_and_kind_from_the_seed_and_spares_t
     assert step == _world("2x2:native,2x2:legacy", speeds).truth("toy", "legacy").throughput((2,), 32)[0]
     with pytest.raises(ValueError, match="bootstrap-error"):
         w.kind_speed(-0.1)
+
+
+def test_a_world_under_another_calibration_keeps_its_kinds():
+    speeds = KindSpeeds({"toy": {"native": KindFactor(1.0, 1.0), "legacy": KindFactor(3.0, 2.0)}})
+    w = _world("2x2:native,2x2:legacy", speeds)
+    again = w.with_costs(None)
+    assert again.kind_speeds is speeds and again.kind_speed() == w.kind_speed()
+    assert again.truth("toy", "legacy").throughput((2,), 32) == w.truth("toy", "legacy").throughput(
+        (2,), 32)
+    assert set(again.limits) == set(w.limits) and again.study is w.study

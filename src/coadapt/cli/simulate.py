@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))
         costs = resolve_costs(args.live_costs, args.profiles)
+        if costs is not None:
+            costs.require({j.application for j in workload.jobs})
         replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
                    for n in names} if args.replay else {}
         world = world_of(args, profiles, costs)  # built once: every policy runs in it

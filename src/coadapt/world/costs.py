@@ -125,6 +125,7 @@ class LiveCosts:
     meta: dict[str, Any] = field(default_factory=dict)
     speed: dict[str, float] = field(default_factory=dict)
     """Per type, profiled step times are scaled by this too (``scaled``)."""
+    path: str | None = None  # the file it was loaded from (errors name it)
 
     @property
     def poll_lag(self) -> float:
@@ -135,6 +136,16 @@ class LiveCosts:
         live = float(self.meta.get("live_poll_s", LIVE_POLL_S))
         cal = float(self.meta.get("poll_s", CALIBRATION_POLL_S))
         return max(live - cal, 0.0) / 2
+
+    def require(self, apps: Iterable[str]) -> None:
+        """CostError unless every job type of ``apps`` is calibrated: a run
+        would otherwise fail midway at the first start of the missing one."""
+        missing = sorted(set(apps) - set(self.types))
+        if missing:
+            raise CostError(f"calibration {self.path or self.meta.get('source', '')}: no costs for "
+                            f"{', '.join(missing)} (it has {', '.join(sorted(self.types))}); "
+                            "calibrate them ('coadapt calibrate --quick', or --calibration "
+                            "measure for a live run) or choose another calibration")
 
     def start(self, app: str, workers: int) -> float:
         return _by_workers(self.types[app].start, workers)
@@ -235,7 +246,7 @@ class LiveCosts:
             if not (types[app].start and types[app].restart and types[app].eval):
                 raise CostError(f"{path}: types.{app}: start, restart and eval need at least "
                                 "one worker count")
-        return cls(types, doc.get("meta", {}))
+        return cls(types, doc.get("meta", {}), path=str(path))
 
 
 def refine_profiles(profiles: Mapping[str, AppProfile],

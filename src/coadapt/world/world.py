@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -91,6 +91,15 @@ class World:
                  for a in followed for k in cluster.kinds}
         return cls(cluster, profiles, followed, limits, truths, costs, efficiency_truth,
                    kinds, kind_speeds, study)
+
+    def with_costs(self, costs: LiveCosts | None) -> World:
+        """This world under another machine calibration (the live judge
+        re-simulates at a run's measured speed): the same cluster, kinds,
+        job types and efficiency truth. ``measured`` is already the study's
+        calibration, so the study is carried over, not applied again."""
+        w = World.build(self.measured, self.cluster, costs=costs, apps=self.limits,
+                        efficiency_truth=self.efficiency_truth, kind_speeds=self.kind_speeds)
+        return replace(w, study=self.study, _jct={})
 
     def truth(self, app: str, kind: str | None = None) -> StepTruth:
         """The simulator's truth of job type ``app`` on nodes of ``kind`` (None:

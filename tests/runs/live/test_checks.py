@@ -57,3 +57,26 @@ def test_resume_of_a_folder_without_a_run_exits_2(tmp_path, capsys):
     code = main(["live", "--resume", str(tmp_path)])
     assert code == 2
     assert "live.json: not found" in capsys.readouterr().err
+
+
+def test_a_calibration_without_a_workload_type_exits_2_before_claiming_anything(tmp_path, capsys):
+    import json as _json
+
+    from coadapt.world.costs import LiveCosts
+
+    shipped = LiveCosts.load(Path(__file__).resolve().parents[3] / "profiles" / "live-costs.json")
+    doc = _json.loads((Path(__file__).resolve().parents[3] / "profiles" / "live-costs.json")
+                      .read_text())
+    doc["types"] = {"mlp-mnist1d": doc["types"]["mlp-mnist1d"]}
+    cal = tmp_path / "cal.json"
+    cal.write_text(_json.dumps(doc))
+    assert "cnn-mnist1d" in shipped.types
+    wl = write(tmp_path, "a,0,mlp-mnist1d,1,32\nb,0,cnn-mnist1d,1,32\n")
+    code = main(["live", "--workload", str(wl), "--out", str(tmp_path / "out"),
+                 "--calibration", str(cal), "--no-status"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no costs for cnn-mnist1d" in err and str(cal) in err
+    assert not (tmp_path / "out").exists()
+    code = main(["simulate", "--workload", str(wl), "--live-costs", str(cal),
+                 "--out", str(tmp_path / "sim"), "--no-progress"])
+    assert code == 2 and "no costs for cnn-mnist1d" in capsys.readouterr().err

@@ -81,9 +81,7 @@ def judge(names: Sequence[str], world: World, workload: Workload, settings: RunS
             for n in names:
                 replay = ReplayPolicy.from_log(out / n / "events.jsonl") if kind == "replay" \
                     else None
-                at_speed = World.build(world.measured, world.cluster,
-                                       costs=costs.scaled(speeds[n], colocation=False),
-                                       efficiency_truth=world.efficiency_truth)
+                at_speed = world.with_costs(costs.scaled(speeds[n], colocation=False))
                 simulate_policy(at_speed, workload, n, settings, out / kind / n,
                                 replay=replay, kind=kind)
         sim_root = out / (PREDICTION_DIR if kind == "prediction" else kind)

@@ -123,9 +123,10 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
         kinds = _kinds(spec, cluster)
         if spec.get("network") == "emulated":
             require_capability()
+        given = None if invocation.resumed else _given_calibration(spec, workload)
         if not invocation.resumed:
             _claim(out, spec)
-        costs = _calibration(spec, out, workload, profiles, resumed=invocation.resumed)
+        costs = _calibration(spec, out, workload, profiles, given, resumed=invocation.resumed)
         if spec.get("network") == "emulated" and not invocation.resumed:
             _net_calibration(spec, out, cluster)
         world, settings = world_and_settings(spec, workload, profiles or {}, costs)
@@ -183,10 +184,22 @@ def _policies(policy: str) -> list[str]:
     return names
 
 
-def _calibration(spec: Spec, out: Path, workload: Workload, profiles: Profiles | None, *,
-                 resumed: bool) -> LiveCosts | None:
+def _given_calibration(spec: Spec, workload: Workload) -> LiveCosts | None:
+    """The calibration ``--calibration`` names (None: 'measure' or none), checked
+    to cover the workload's job types before anything is claimed or run."""
+    if spec.get("calibration", "measure") == "measure":
+        return None
+    costs = resolve_costs(spec["calibration"], spec["profiles"])
+    if costs is not None:
+        costs.require({j.application for j in workload.jobs})
+    return costs
+
+
+def _calibration(spec: Spec, out: Path, workload: Workload, profiles: Profiles | None,
+                 given: LiveCosts | None, *, resumed: bool) -> LiveCosts | None:
     """The machine calibration of this run, saved as OUT/calibration.json: a
-    resumed run keeps its own; 'measure' calibrates this machine now."""
+    resumed run keeps its own; 'measure' calibrates this machine now; else the
+    ``given`` one (``_given_calibration``)."""
     path = out / CALIBRATION_FILE
     if resumed:
         costs = LiveCosts.load(path) if path.exists() else None
@@ -198,7 +211,7 @@ def _calibration(spec: Spec, out: Path, workload: Workload, profiles: Profiles |
         costs = quick_calibration(apps, path, profiles, tick=lambda note: bar.advance(1, note))
         bar.close()
     else:
-        costs = resolve_costs(spec["calibration"], spec["profiles"])
+        costs = given
         if costs is not None:
             costs.save(path)
     if costs is not None:
