@@ -121,3 +121,12 @@ def test_a_job_restoring_its_checkpoint_keeps_its_configuration():
     kept = make_policy("sia", CFG).decide(snap([view("j", restoring=True, **args)],
                                                 speeds=FAST_ON_A))
     assert kept["j"].allocation == (0, 0, 2, 0)
+
+
+def test_a_restoring_job_keeps_its_slots_even_against_jobs_that_value_them_more():
+    # Kind a has 8 slots: the restoring job holds 4 of them at value 1; eight new jobs
+    # on a would each rather have a slot. The lock is a constraint, not a preference.
+    old = view("old", kind="a", models={"a": MODEL}, seen=4, alloc=(4, 0, 0, 0), restoring=True)
+    new = [view(f"n{i}") for i in range(12)]
+    d = make_policy("sia", CFG).decide(snap([old, *new], speeds=FAST_ON_A))
+    assert d["old"].allocation == (4, 0, 0, 0)

@@ -10,7 +10,10 @@ runs it:
   job may take those within its declared limits and at most twice what it has
   run at (one slot, or ``start_node``'s share, to start), on any kind;
 - **lock**: a job that reports it is still restoring its checkpoint after a
-  change (``JobView.restoring``) keeps its configuration this round;
+  change (``JobView.restoring``) keeps its configuration this round: its one
+  candidate is forced into the solution, as the artifact's constraint
+  X[job, current] == 1 (a mere preference would let a job that values the
+  slots more take them, and a restoring job would start and stop forever);
 - **value**: the job's goodput there (``kind_estimates``: its own model on a
   kind it ran on, projected by the bootstrap ratio elsewhere, the bootstrap
   alone before its first step, or as the artifact by default, value 1 on one
@@ -173,14 +176,16 @@ class Sia:
         costs minus lambda_n per configuration chosen (the constant lambda_n
         * jobs dropped); per job at most one; per kind slots within capacity."""
         kinds = list(snap.kinds)
-        owner, cost, slots, kind_idx = [], [], [], []
+        owner, cost, slots, kind_idx, lower = [], [], [], [], []
         for j, ((configs, value), job) in enumerate(zip(rows, snap.jobs, strict=True)):
             c = job.weight * self.cost(value) - self.lambda_n
+            locked = float(job.restoring and job.replicas > 0)  # X[job, current] == 1
             for cfg, cj in zip(configs, c, strict=True):
                 owner.append(j)
                 cost.append(cj)
                 slots.append(cfg.slots)
                 kind_idx.append(kinds.index(cfg.kind))
+                lower.append(locked)
         chosen: list[Config | None] = [None] * len(rows)
         if not cost:
             return chosen
@@ -194,7 +199,7 @@ class Sia:
         upper = np.concatenate([np.ones(jobs), [snap.slots_of_kind(k) for k in kinds]])
         res = scipy.optimize.milp(
             np.array(cost), integrality=np.ones(n),
-            bounds=scipy.optimize.Bounds(0, 1),
+            bounds=scipy.optimize.Bounds(np.array(lower), 1),
             constraints=scipy.optimize.LinearConstraint(a, -np.inf, upper))
         if res.x is None:
             raise RuntimeError(f"sia: the ILP found no solution ({res.message})")
