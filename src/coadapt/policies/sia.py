@@ -89,6 +89,13 @@ def kind_configs(nodes: tuple[Node, ...]) -> list[Config]:
     return out
 
 
+def restore_lock(job: JobView) -> bool:
+    """Whether the job keeps its configuration this round: it holds slots and
+    reports it is still restoring its checkpoint (the one test both the
+    candidates and the ILP's bound use, so they cannot disagree)."""
+    return job.restoring and job.replicas > 0
+
+
 def restart_factor(job: JobView, delay: float) -> float:
     """Pollux's discount on a change of configuration; 1 for a job that is not
     running or younger than one restart (the artifact's rule: no penalty
@@ -133,7 +140,7 @@ class Sia:
         cap = growth_cap(job, snap.total_slots,
                          start_slots(job, snap.max_slots_per_node, self.config.start_node))
         current = config_of(job.allocation, snap.nodes) if job.replicas else None
-        if current is not None and job.restoring:
+        if current is not None and restore_lock(job):
             return [current], np.ones(1)  # restoring its checkpoint: it keeps what it has
         speeds = job_speeds(snap, job)
         if not self.bootstrap_new and all(on_kind(job, k, speeds).model is None
@@ -179,7 +186,7 @@ class Sia:
         owner, cost, slots, kind_idx, lower = [], [], [], [], []
         for j, ((configs, value), job) in enumerate(zip(rows, snap.jobs, strict=True)):
             c = job.weight * self.cost(value) - self.lambda_n
-            locked = float(job.restoring and job.replicas > 0)  # X[job, current] == 1
+            locked = float(restore_lock(job) and len(configs) == 1)  # X[job, current] == 1
             for cfg, cj in zip(configs, c, strict=True):
                 owner.append(j)
                 cost.append(cj)

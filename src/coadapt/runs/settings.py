@@ -4,7 +4,6 @@ the files written at the end."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
 from coadapt.policies.base import PolicyConfig
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.world import EFFICIENCY_TRUTHS, World
+from coadapt.world.world import EFFICIENCY_TRUTHS, World, check_bootstrap_error
 
 
 @dataclass(frozen=True)
@@ -36,9 +35,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         check_observation_noise(self.observation_noise)
-        if not (self.bootstrap_error >= 0 and math.isfinite(self.bootstrap_error)):
-            raise ValueError(f"--bootstrap-error {self.bootstrap_error}: expected a finite "
-                             "number >= 0")
+        check_bootstrap_error(self.bootstrap_error)
         if self.efficiency_truth not in EFFICIENCY_TRUTHS:
             raise ValueError(f"--efficiency-truth {self.efficiency_truth!r}: expected one of "
                              f"{', '.join(EFFICIENCY_TRUTHS)}")

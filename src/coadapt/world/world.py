@@ -33,6 +33,13 @@ PLAIN_KINDS = ("default", "native")  # plain workers: the profiles as followed
 BOOTSTRAP_STREAM = 3  # the seed's stream for --bootstrap-error (workloads use 1 and 2)
 
 
+def check_bootstrap_error(error: float) -> float:
+    """``--bootstrap-error``: a finite number >= 0; ValueError otherwise."""
+    if not (error >= 0 and math.isfinite(error)):
+        raise ValueError(f"--bootstrap-error {error}: expected a finite number >= 0")
+    return error
+
+
 def kind_truth(app: str, profile: AppProfile, base: ClusterTruth, kind: str, cluster: ClusterSpec,
                speeds: KindSpeeds | None) -> StepTruth:
     """The truth of ``app`` on nodes of ``kind``: the kind's own measured tables
@@ -121,8 +128,7 @@ class World:
         day or machine would be off; the truth itself stays exact."""
         if not self.heterogeneous:
             return {}
-        if not (error >= 0 and math.isfinite(error)):
-            raise ValueError(f"--bootstrap-error {error}: expected a finite number >= 0")
+        check_bootstrap_error(error)
         out: dict[str, dict[str, float]] = {}
         for app in self.profiles:
             lim = self.limits[app]
