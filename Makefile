@@ -1,7 +1,6 @@
 # coadapt: every target creates and reuses the local virtual environment .venv.
 VENV     ?= .venv
 PY       := $(VENV)/bin/python
-STAMP    := $(VENV)/.installed-stamp
 WORKLOAD ?= philly-small
 PROFILES ?= profiles
 POLICY   ?= all
@@ -10,7 +9,7 @@ INTERVAL ?= 15
 RESTART  ?=
 OUT      ?= out/sim
 REF      ?= ../shared/reference/adaptdl
-EXTRAS   ?= dev
+EXTRAS   ?=
 SEEDS    ?= 5
 JOBS     ?=
 EXP_OUT  ?= out/experiment
@@ -37,14 +36,28 @@ help:
 	@echo "make netbench [NET_OUT=out/netbench] (gloo all-reduce between emulated nodes: the network calibration; root, ~6 min)"
 	@echo "make live-net [NET_BW=1 NET_SET=live-net-a] (live on 2 emulated nodes, 2x1, fixed/dynamic/pollux; root)"
 
-$(STAMP): pyproject.toml
+# What each target installs: the base package (the simulator, no torch), or with the
+# live extra (torch: real jobs), or everything the tests need; EXTRAS adds more (e.g. ray).
+# One stamp per set, so a target installs what it needs once and reuses it.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+extras = $(subst $(space),$(comma),$(strip $(1) $(subst $(comma),$(space),$(EXTRAS))))
+stamp  = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)
+BASE   := $(call stamp,$(call extras,))
+LIVE   := $(call stamp,$(call extras,live))
+TESTS  := $(call stamp,$(call extras,dev live))
+STAMP  := $(BASE)
+
+$(VENV)/.installed-%: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check \
+		-e '.$(if $(filter base,$*),,[$(subst -,$(comma),$*)])'
+	touch $@
 
-venv: $(STAMP)
+venv: $(TESTS)
 
-test: $(STAMP)
+test: $(TESTS)
 	$(PY) -m pytest
 
 simulate: $(STAMP)
@@ -54,7 +67,7 @@ simulate: $(STAMP)
 
 # Calibrate this machine (or CALIBRATION=file), write the prediction, run real processes
 # on this machine's cores, then compare with the prediction.
-live: $(STAMP)
+live: $(LIVE)
 	$(VENV)/bin/coadapt live --workload $(LIVE_WORKLOAD) --profiles $(PROFILES) \
 		--policy $(LIVE_POLICY) --cluster $(LIVE_CLUSTER) --interval $(LIVE_INTERVAL) --out $(LIVE_OUT) \
 		$(if $(CALIBRATION),--calibration $(CALIBRATION))
@@ -62,30 +75,30 @@ live: $(STAMP)
 # Real gloo all-reduce between emulated nodes (network namespaces, tc-shaped links):
 # the measured-vs-declared table and the network calibration (OUT/network.json). Root.
 NET_OUT ?= out/netbench
-netbench: $(STAMP)
+netbench: $(LIVE)
 	$(VENV)/bin/coadapt netbench --out $(NET_OUT)
 
 # Live on two emulated nodes (2x1) at NET_BW Gbit/s per link: calibrate, measure the
 # network, predict, run fixed, dynamic and pollux, compare. Root.
 NET_BW  ?= 1
 NET_SET ?= live-net-a
-live-net: $(STAMP)
+live-net: $(LIVE)
 	$(VENV)/bin/coadapt live --cluster 2x1 --network emulated --bandwidth $(NET_BW) \
 		--workload $(NET_SET) --policy fixed,dynamic,pollux --out out/live-net/$(NET_SET)-$(NET_BW)
 
 # Measure live start/restart/validation/verification/co-location costs into PROFILES.
-calibrate: $(STAMP)
+calibrate: $(LIVE)
 	$(VENV)/bin/coadapt calibrate --profiles $(PROFILES) $(if $(QUICK),--quick)
 
 # The full run rewrites the shipped profiles/; a quick pass goes to out/profiles-quick
 # unless PROFILE_OUT says otherwise.
-profile: $(STAMP)
+profile: $(LIVE)
 	$(VENV)/bin/coadapt profile --out $(or $(PROFILE_OUT),$(if $(QUICK),out/profiles-quick,profiles)) \
 		$(if $(QUICK),--quick,)
 
 # Regenerate the shipped default workload from the shipped profiles (seeded).
 philly-small: $(STAMP)
-	$(VENV)/bin/coadapt workload generate --profiles profiles --jobs 30 --window 0.5 \
+	$(VENV)/bin/coadapt workload generate --profiles profiles --num-jobs 30 --window 0.5 \
 		--mix small=0.6,medium=0.25,large=0.15 --cluster 4x4 --seed 1 \
 		--classes "small=mlp-mnist1d,cnn-mnist1d;medium=transformer-text;large=lstm-text;xlarge=lstm-text" \
 		--out traces/philly-small.csv
@@ -98,7 +111,7 @@ workloads: $(STAMP)
 # The scheduling study (simulated): every named CPU set x the five policies x SEEDS seeds.
 experiment: $(STAMP)
 	$(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --out $(EXP_OUT) \
-		$(if $(JOBS),--jobs $(JOBS))
+		$(if $(JOBS),--parallel $(JOBS))
 
 # The objective, priority and sensitivity studies (simulated; ~15 min on 2 cores),
 # each an experiment folder under out/study/ with its figure and table.
@@ -106,25 +119,25 @@ STUDY    := $(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILE
 STUDY_MEASURED_RESTART ?= 3.08
 study: $(STAMP)
 	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --out out/study/pareto \
-		--policies fixed,dynamic,pollux,pollux-p+1,pollux-p-0.5,pollux-p-2,pollux-p-8,pollux-fair
+		--policy fixed,dynamic,pollux,pollux-p+1,pollux-p-0.5,pollux-p-2,pollux-p-8,pollux-fair
 	$(PY) benchmarks/study.py pareto out/study/pareto
 	$(STUDY) --workloads cpu-priority,cpu-load8 --out out/study/priority \
-		--policies fixed,tiresias,dynamic,pollux,pollux-fair
+		--policy fixed,tiresias,dynamic,pollux,pollux-fair
 	$(PY) benchmarks/study.py priority out/study/priority cpu-priority cpu-load8
 	for x in 0.25 0.5 1 2 4 8; do \
-		$(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux --live-costs none \
+		$(STUDY) --workloads cpu-load4 --policy fixed,dynamic,pollux --calibration none \
 			--restart-delay $$(python3 -c "print($(STUDY_MEASURED_RESTART)*$$x)") \
 			--out out/study/restart/x$$x || exit 1; done
 	$(PY) benchmarks/study.py sweep "restart delay (x $(STUDY_MEASURED_RESTART) s)" out/study/restart/x*
-	for s in 0 1 3; do $(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux \
+	for s in 0 1 3; do $(STUDY) --workloads cpu-load4 --policy fixed,dynamic,pollux \
 		--observation-noise $$s --out out/study/noise/s$$s || exit 1; done
 	$(PY) benchmarks/study.py sweep "observation noise S" out/study/noise/s*
-	$(STUDY) --workloads cpu-load4 --policies fixed,dynamic,pollux --bandwidth 1,10,100 \
+	$(STUDY) --workloads cpu-load4 --policy fixed,dynamic,pollux --bandwidth 1,10,100 \
 		--out out/study/network/all
 	$(PY) benchmarks/study.py sweep "network bandwidth (Gbit/s)" out/study/network/all --column bandwidth
-	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policies fixed,dynamic,pollux \
+	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policy fixed,dynamic,pollux \
 		--efficiency-truth formula --out out/study/truth/t0
-	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policies fixed,dynamic,pollux \
+	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --policy fixed,dynamic,pollux \
 		--efficiency-truth curves --out out/study/truth/t1
 	$(PY) benchmarks/study.py sweep "efficiency truth (0 = gain formula, 1 = measured curves)" \
 		out/study/truth/t0 out/study/truth/t1
@@ -132,17 +145,16 @@ study: $(STAMP)
 # Kinds of node (simulated): the named sets on a mixed cluster and on a homogeneous
 # control (without the oracle), and Sia's bootstrap error as a sensitivity (pollux does
 # not read the bootstrap; fixed is the sweep's baseline).
-comma := ,
 KIND_CLUSTER ?= 4x2:native,4x2:legacy
 KIND_SETS    ?= cpu-load4,cpu-burst
 KIND_POLICIES := fixed,dynamic,tiresias,gavel,gavel-ftf-oracle,pollux,sia
 study-kinds: $(STAMP)
-	$(STUDY) --workloads $(KIND_SETS) --policies $(KIND_POLICIES) --cluster $(KIND_CLUSTER) \
+	$(STUDY) --workloads $(KIND_SETS) --policy $(KIND_POLICIES) --cluster $(KIND_CLUSTER) \
 		--out out/study/kinds/mixed
-	$(STUDY) --workloads $(KIND_SETS) --policies $(subst gavel-ftf-oracle$(comma),,$(KIND_POLICIES)) \
+	$(STUDY) --workloads $(KIND_SETS) --policy $(subst gavel-ftf-oracle$(comma),,$(KIND_POLICIES)) \
 		--cluster 8x2 --out out/study/kinds/homogeneous
 	for e in 0 0.25 0.5 1; do $(STUDY) --workloads $(KIND_SETS) --cluster $(KIND_CLUSTER) \
-		--policies fixed,gavel,sia --bootstrap-error $$e \
+		--policy fixed,gavel,sia --bootstrap-error $$e \
 		--out out/study/kinds/bootstrap/e$$e || exit 1; done
 	$(PY) benchmarks/study.py sweep "Sia's bootstrap error E" out/study/kinds/bootstrap/e*
 
@@ -151,7 +163,7 @@ report: $(STAMP)
 
 # Style (ruff) and the layer contracts (import-linter, [tool.importlinter] in pyproject.toml;
 # docs/architecture.md explains them).
-lint: $(STAMP)
+lint: $(TESTS)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/lint-imports
 

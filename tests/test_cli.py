@@ -60,7 +60,7 @@ def test_unknown_policy_exits_2(setup, capsys):
     tmp, ref, wl = setup
     code = main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
                  "--policy", "srtf", "--out", str(tmp / "o")])
-    assert code == 2 and "unknown policy srtf" in capsys.readouterr().err
+    assert code == 2 and "unknown policy 'srtf'" in capsys.readouterr().err
 
 
 def test_bad_workload_row_exits_2_naming_line_and_field(setup, capsys):

@@ -244,3 +244,9 @@ def test_summary_table_shows_the_pollux_ratio_and_p99_rho():
     assert by["pollux"]["vs pollux [CI]"] == "1.00 [1.00, 1.00]"
     assert by["sia"]["p99 rho"] == "1.25" and by["fixed"]["p99 rho"] == "3.00"
     assert by["sia"]["vs dynamic [CI]"] == "–"  # dynamic did not run
+
+
+def test_report_names_the_calibration_the_cells_charged(grid_report):
+    text = grid_report[4]
+    # the grid ran without a calibration: the report says so, from the cells' log headers
+    assert "- machine calibration charged: none: jobs paid one fixed restart delay" in text

@@ -95,17 +95,21 @@ def test_experiment_command_writes_table_summary_report_and_resumes(tmp_path, ca
 
 @pytest.mark.parametrize("extra, message", [
     (["--interval", "0"], "--interval"),
-    (["--policies", "fixed,nope"], "unknown policy nope"),
+    (["--policies", "fixed,nope"], "unknown policy"),
     (["--workloads", "no-such-set"], "no-such-set"),
     (["--seeds", "0"], "--seeds"),
     (["--bandwidth", "0"], "bandwidth"),
-    (["--bandwidth", ","], "--bandwidth: no network"),
+    (["--bandwidth", ","], "--bandwidth"),
     (["--workloads", ","], "--workloads: no workload"),
 ])
 def test_bad_options_fail_once_with_a_clear_message(tmp_path, capsys, extra, message):
     argv = ["experiment", "--workloads", "cpu-load1", "--profiles", PROFILES,
             "--out", str(tmp_path / "x"), "--no-progress", *extra]
-    assert main(argv) == 2
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # refused by the parser itself (a flag's type)
+        code = exc.code
+    assert code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x" / CELLS_FILE).exists()
 

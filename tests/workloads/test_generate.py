@@ -49,7 +49,21 @@ def test_parametric_generator_is_seeded_and_loadable(tmp_path):
 def test_cli_generate_writes_a_valid_workload(tmp_path, reference_dir, reference_apps):
     out = tmp_path / "w.csv"
     code = main(["workload", "generate", "--profiles", f"adaptdl:{reference_dir}",
-                 "--jobs", "30", "--seed", "5", "--out", str(out)])
+                 "--num-jobs", "30", "--seed", "5", "--out", str(out)])
     assert code == 0
     wl = load_workload(str(out), set(reference_apps))
     assert len(wl.jobs) == 30
+
+
+def test_cli_generate_works_on_its_defaults(tmp_path, monkeypatch):
+    """The shipped CPU profiles, the CPU sets' classes, 8x2: no option needed."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "profiles", tmp_path / "profiles")
+    monkeypatch.chdir(tmp_path)
+    assert main(["workload", "generate"]) == 0
+    wl = load_workload(str(tmp_path / "out" / "workload.csv"),
+                       {"mlp-mnist1d", "cnn-mnist1d", "transformer-text", "lstm-text"})
+    assert len(wl.jobs) == 160

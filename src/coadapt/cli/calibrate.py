@@ -26,9 +26,12 @@ step at 1 and 2 workers and 2 micro-batch sizes, a start, two restarts, a
 verification; per type a compute and a sync factor against the shipped profiles
 (the simulator applies them to the whole grid) with their spread; no co-location
 pairs. Writes out/calibrations/<machine id>.json unless --out. Every calibration
-records this machine's fingerprint (CPU model and flags, cores, kernel, torch);
-'coadapt simulate' and 'coadapt live' warn when the one they use is another
-machine's.
+records this machine's fingerprint (CPU model and flags, cores, kernel, torch).
+'coadapt simulate' and 'coadapt experiment' charge the shipped calibration of the
+named reference machine (profiles/live-costs.json) unless told '--calibration
+this' (this machine's newest here) or a file; every table names the one it used.
+After measuring, the changes against this machine's previous calibration (or the
+reference) are printed per job type and quantity: old -> new and their ratio.
 
 --quick --cluster 1x1:native,1x1:legacy (any kinds; --kinds FILE adds your own):
 per job type and per node kind the cluster uses, plus native as the reference,
@@ -40,10 +43,19 @@ for three kinds on 2 cores); the machine calibration is the one without
 --cluster. A cluster of plain nodes only (no kind, or native) changes nothing.
 """
 
+CALIBRATE_EXAMPLES = """\
+examples (from the project root):
+  coadapt calibrate --quick                        # this machine, about 3 minutes
+  coadapt simulate --calibration this              # then simulate with it
+  coadapt calibrate --quick --types mlp-mnist1d    # one job type only
+  coadapt calibrate --quick --cluster 1x1:native,1x1:legacy   # node kinds
+  coadapt calibrate --out out/full-costs.json      # the full one, with co-location (~6 min)
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="measure live start/restart/validation/verify costs",
-                       description=CALIBRATE_HELP,
+                       description=CALIBRATE_HELP, epilog=CALIBRATE_EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profiles", default="profiles",
                    help="profiles folder (step times pace the validations; default profiles)")
@@ -80,7 +92,12 @@ def run(args: argparse.Namespace) -> int:
         quick_phases,
     )
     from coadapt.ui.progress import ProgressBar
-    from coadapt.world.costs import CALIBRATIONS_DIR, COSTS_FILE, machine_fingerprint
+    from coadapt.world.costs import (
+        CALIBRATIONS_DIR,
+        COSTS_FILE,
+        machine_fingerprint,
+        previous_calibration,
+    )
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
 
@@ -118,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 return fail("calibrate", "--cluster: node kinds are measured by --quick "
                             "(add --quick)")
             return _kinds(args, apps, cluster, profiles, (cores[0], cores[1]), t0)
+    before = previous_calibration(args.profiles)  # read now: the new one may overwrite it
     if args.quick:
         out = (Path(args.out) if args.out
                else CALIBRATIONS_DIR / f"{machine_fingerprint()['id']}.json")
@@ -145,7 +163,25 @@ def run(args: argparse.Namespace) -> int:
             + ", ".join(f"{k}: {v:.3f}" for k, v in sorted(c.colocation.items())) + "\n")
     sys.stdout.write(f"wrote {out} in {time.monotonic() - t0:.0f} s ({socket.gethostname()}, "
                      f"{machine_fingerprint()['cpu_model']})\n")
+    sys.stdout.write(changes_report(before, out) + "\n")
     return 0
+
+
+def changes_report(before: tuple[str, dict] | None, out: Path) -> str:
+    """What the calibration just written to ``out`` changed against ``before``
+    ((label, JSON document) of the previous one), and how to use it."""
+    import json
+
+    from coadapt.world.calibration import calibration_changes, format_changes
+    from coadapt.world.costs import CALIBRATIONS_DIR
+
+    lines = []
+    if before is not None:
+        lines.append(format_changes(calibration_changes(before[1], json.loads(out.read_text())),
+                                    before[0]))
+    mine = out.resolve().parent == CALIBRATIONS_DIR.resolve()
+    lines.append(f"use it with --calibration {'this' if mine else out}")
+    return "\n".join(lines)
 
 
 def _kinds(args: argparse.Namespace, apps: list[str], cluster: ClusterSpec, profiles: dict,

@@ -33,7 +33,9 @@ unless --into-live (LIVE/compare/<kind>/, where 'coadapt live' writes).
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="simulated vs live job completion times, per job and per policy",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  coadapt compare --sim out/live/prediction --live out/live\n"
+        "  coadapt compare --sim out/sim --live out/live --out out/sim-vs-live\n")
     p.add_argument("--sim", required=True, metavar="DIR",
                    help="results of 'coadapt simulate --out DIR' (or a live run's "
                    "prediction/, sim-measured/ or replay/ folder)")

@@ -26,31 +26,35 @@ with figures in OUT/figures/. Ctrl-C stops at once; --resume reruns only the
 cells that did not finish (and those whose settings or code changed).
 """
 
-DEFAULT_POLICIES = "fixed,dynamic,pollux,tiresias,optimus-oracle"
+DEFAULT_POLICIES = ("fixed", "dynamic", "pollux", "tiresias", "optimus-oracle")
+
+EPILOG = """\
+examples:
+  coadapt experiment --seeds 5 --parallel 2                 # every named set, 5 policies
+  coadapt experiment --workloads cpu-load4,cpu-burst --policy fixed,pollux,sia \\
+      --cluster 4x2:native,4x2:legacy --seeds 3 --out out/exp-kinds
+  coadapt experiment --config out/experiment/config.toml --out out/exp-again
+  coadapt experiment --seeds 5 --out out/experiment --resume   # continue an interrupted one
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from coadapt.policies import policy_names
-    from coadapt.runs.options import add_options
-
-    variants = ", ".join(policy_names(primary=False, variants=True))
+    from coadapt.cli.vocab import add_calibration, add_config, add_parallel, add_policy, deprecated
+    from coadapt.runs.flags import add_options
 
     p = sub.add_parser("experiment", help="the scheduling study: policies x workload sets x "
                        "seeds (simulated), with CIs and a report", description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config(p, "experiment")
     p.add_argument("--workloads", default="all", help="comma list of workload set names or "
                    "CSV paths; 'all' (default): every named set")
-    p.add_argument("--policies", default=DEFAULT_POLICIES,
-                   help=f"comma list of policies (default {DEFAULT_POLICIES}); ablation "
-                   f"variants: {variants}")
+    add_policy(p, DEFAULT_POLICIES)
+    deprecated(p, "--policies", "--policy")
     p.add_argument("--seeds", type=int, default=5, help="seeds 1..N per named set (default 5)")
     p.add_argument("--profiles", default="profiles", help="profiles: DIR, cpu:DIR or adaptdl:DIR")
-    p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
-                   help="charge the live costs measured by 'coadapt calibrate' (default: "
-                   "PROFILES/live-costs.json when it exists)")
+    add_calibration(p, "reference")
     add_options(p, multi_bandwidth=True, seed=False)
-    p.add_argument("--jobs", type=int, default=None,
-                   help="cells run at once (default: the machine's cores)")
+    add_parallel(p)
     p.add_argument("--ray", metavar="ADDRESS|local", default=None,
                    help="run cells as Ray tasks on that cluster, or on a private local one "
                    "(needs the optional extra: pip install 'coadapt[ray]')")
@@ -65,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from coadapt.cli.runs import write_run_config
     from coadapt.experiment.grid import build_grid, unique
     from coadapt.experiment.ray_pool import RayUnavailable
     from coadapt.experiment.runner import CELLS_FILE, finished, run_grid
@@ -87,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     todo = [c for c in cells if c.key not in done]
     out.mkdir(parents=True, exist_ok=True)
     _write_plan(out, args, ctx.fingerprint, len(cells))
-    jobs = args.jobs or os.cpu_count() or 1
+    write_run_config(out, args, "experiment")
+    jobs = args.parallel or os.cpu_count() or 1
     sys.stderr.write(f"experiment: {len(cells)} cells ({len(done)} already done), "
                      f"{len(workloads)} workloads x {len(policies)} policies x {len(seeds)} seeds"
                      f"{' (CSV workloads: 1)' if ctx.workloads else ''}"
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [done[c.key] if c.key in done else None for c in cells]
     new = {r["key"]: r for r in outcome.rows}
     rows = [r if r is not None else new.get(c.key) for r, c in zip(rows, cells, strict=True)]
-    _finish(out, [r for r in rows if r is not None], outcome.failed)
+    _finish(out, [r for r in rows if r is not None], outcome.failed, baseline=args.baseline)
     if outcome.failed:
         for key, err in outcome.failed:
             sys.stderr.write(f"experiment: cell {key} failed: {err}\n")
@@ -123,9 +129,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace):
     """Validate every option once, in the driver, and load what the cells share."""
+    from coadapt.cli.runs import policy_names_of
     from coadapt.experiment.grid import code_digest, fingerprint, unique
     from coadapt.experiment.runner import CellContext
-    from coadapt.policies import REGISTRY
+    from coadapt.policies.plugins import plugin_specs, plugin_stamp, policy_options
     from coadapt.runs.options import settings as run_settings
     from coadapt.runs.options import world_of
     from coadapt.workloads.sets import SETS, make_workload
@@ -135,13 +142,11 @@ def _plan(args: argparse.Namespace):
 
     if args.seeds < 1:
         raise ValueError("--seeds must be >= 1")
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError("--jobs must be >= 1")
-    policies = unique(p.strip() for p in args.policies.split(",") if p.strip())
-    unknown = [p for p in policies if p not in REGISTRY]
-    if unknown or not policies:
-        raise ValueError(f"--policies: unknown policy {', '.join(unknown) or '(none)'}; known: "
-                         f"{', '.join(sorted(REGISTRY))}")
+    if args.parallel is not None and args.parallel < 1:
+        raise ValueError("--parallel must be >= 1")
+    policies = policy_names_of(args.policy)
+    policy_args = policy_options(args.policy_arg, policies)
+    stamp = plugin_stamp(policies)
     names = list(SETS) if args.workloads == "all" else unique(
         w.strip() for w in args.workloads.split(",") if w.strip())
     if not names:
@@ -150,7 +155,7 @@ def _plan(args: argparse.Namespace):
     if not args.bandwidth:
         raise ValueError("--bandwidth: no network given; e.g. --bandwidth 1,10,100")
     profiles = load_profiles(args.profiles)
-    costs = resolve_costs(args.live_costs, args.profiles)
+    costs = resolve_costs(args.calibration, args.profiles)
     fixed, workloads = {}, []
     for name in names:
         if name in SETS:
@@ -181,8 +186,11 @@ def _plan(args: argparse.Namespace):
         "net_calibration": (Path(args.net_calibration).read_text()
                             if args.net_calibration else None),
         "csv": {n: [(j.name, j.submit_time, j.application, j.num_replicas, j.batch_size)
-                    for j in w.jobs] for n, w in sorted(fixed.items())}})
-    ctx = CellContext(profiles, costs, options, fixed, fp)
+                    for j in w.jobs] for n, w in sorted(fixed.items())},
+        # only when set, so the fingerprints of earlier studies (and --resume) still match
+        **({"plugins": stamp, "policy_args": policy_args} if stamp or policy_args else {})})
+    ctx = CellContext(profiles, costs, options, fixed, fp, plugins=plugin_specs(policies),
+                      policy_args=policy_args)
     seeds = list(range(1, args.seeds + 1))
     return ctx, workloads, policies, seeds, sorted(set(args.bandwidth))
 
@@ -202,7 +210,7 @@ def _profile_stamp(spec: str) -> str:
 
 
 def _write_plan(out: Path, args: argparse.Namespace, fp: str, cells: int) -> None:
-    from coadapt.jobs.checkpoint import atomic_write_bytes
+    from coadapt.util.atomic import atomic_write_bytes
 
     plan: dict[str, Any] = {k: v for k, v in vars(args).items() if k != "func"}
     plan.update(fingerprint=fp, cells=cells, simulated=True)
@@ -211,7 +219,7 @@ def _write_plan(out: Path, args: argparse.Namespace, fp: str, cells: int) -> Non
 
 
 def _finish(out: Path, rows: list[dict[str, Any]],
-            failed: list[tuple[str, str]] | None = None) -> None:
+            failed: list[tuple[str, str]] | None = None, *, baseline: str = "fixed") -> None:
     """The tidy table, summary, goals and report from the filed rows; the
     failed cells are named in the report and in failed.csv."""
     import polars as pl
@@ -230,6 +238,6 @@ def _finish(out: Path, rows: list[dict[str, Any]],
     failed = failed or []
     pl.DataFrame({"key": [k for k, _ in failed], "error": [e for _, e in failed]},
                  schema={"key": pl.String, "error": pl.String}).write_csv(out / "failed.csv")
-    report = write_report(out, results, summ, gl, failed=failed)
-    sys.stdout.write(format_summary(summ, gl) + "\n")
+    report = write_report(out, results, summ, gl, failed=failed, baseline=baseline)
+    sys.stdout.write(format_summary(summ, gl, baseline=baseline) + "\n")
     sys.stdout.write(f"results in {out}/ (report: {report})\n")

@@ -31,22 +31,24 @@ and OUT/drift.{csv,png} (the run's speed per type and minute vs the calibration)
 
 Ctrl-C or SIGTERM stops every job at its next step with a checkpoint and ends
 the log as interrupted (a second signal kills at once); continue with
-'coadapt live --resume OUT' (the downtime counts in no JCT).
+'coadapt live --out OUT --resume' (the downtime counts in no JCT).
 """
 
 EPILOG = """\
 examples:
-  coadapt live                                   # live-mixed-5 under pollux on 1x2, compare
+  coadapt live                                   # live-mixed-5 under pollux on this machine, compare
   coadapt live --calibration out/live/calibration.json --out out/live2   # reuse a calibration
   coadapt live --workload live-burst --policy all --out out/live-burst
-  coadapt live --resume out/live                 # continue an interrupted run
+  coadapt live --out out/live --resume           # continue an interrupted run
   coadapt live --cluster 2x1 --network emulated --bandwidth 0.1 --workload live-net-a \\
       --policy all --out out/live-net   # two emulated nodes, a 100 Mbit/s link each
 """
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from coadapt.policies import policy_names
-    from coadapt.runs.options import add_options
+    import os
+
+    from coadapt.cli.vocab import add_calibration, add_policy
+    from coadapt.runs.flags import add_options
 
     p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
                        description=DESCRIPTION, epilog=EPILOG,
@@ -55,28 +57,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="workload CSV or the name of one in traces/ (default live-mixed-5, "
                    "about 3 minutes a policy here; longer: live-mixed, live-burst, "
                    "live-poorbatch)")
-    p.add_argument("--policy", default="pollux",
-                   help="a policy, a comma list or 'all' (every primary policy but oracles: "
-                   f"{', '.join(policy_names(oracles=False))}; default pollux); variants, by "
-                   f"name only: {', '.join(policy_names(primary=False, variants=True, oracles=False))}")
-    add_options(p, cluster="1x2")
+    add_policy(p, ["pollux"], "; 'all' here leaves out the oracles, which need ground truth")
+    add_options(p, cluster=f"1x{os.cpu_count() or 1}")
     p.add_argument("--profiles", default="profiles",
                    help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
                    "and the comparison simulation (default profiles)")
     p.add_argument("--out", default="out/live", help="output folder (default out/live)")
-    p.add_argument("--calibration", default="measure", metavar="measure|this|profiles|PATH",
-                   help="the machine calibration the prediction uses: 'measure' (default) "
-                   "runs 'coadapt calibrate --quick' on this machine first; 'this' reuses this "
-                   "machine's newest in out/calibrations/; 'profiles' the shipped one "
-                   "(another machine: warned); or a file")
+    add_calibration(p, "measure", live=True)
     p.add_argument("--network", choices=("loopback", "emulated"), default="loopback",
                    help="between nodes: 'loopback' (default; every node on this machine's "
                    "loopback, nothing shaped) or 'emulated': each node a network namespace "
                    "on its own cores behind a switch, its link shaped to --bandwidth with tc "
                    "(needs root). Emulated runs measure the network first (a short 'coadapt "
                    "netbench' into OUT/netbench/) unless --net-calibration FILE is given")
-    p.add_argument("--resume", metavar="DIR", default=None,
-                   help="continue the interrupted run in DIR (other options are taken from it)")
+    p.add_argument("--resume", nargs="?", const=True, default=False, metavar="",
+                   help="continue the interrupted run in --out (its other options are taken "
+                   "from it)")
     p.add_argument("--no-compare", action="store_true",
                    help="do not simulate the workload and compare afterwards")
     p.add_argument("--no-status", action="store_true", help="no live status table")
@@ -89,8 +85,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from coadapt.runs.live.workflow import Invocation, LiveRequestError, live_spec, run_workflow
 
+    if isinstance(args.resume, str):  # the old spelling: --resume DIR
+        sys.stderr.write("coadapt: note: --resume DIR is deprecated; use --out DIR --resume "
+                         "(the old spelling still works for now)\n")
+        args.out = args.resume
+    args.resume = args.out if args.resume else None
+    args.policy = ",".join(args.policy)  # the run's record (live.json) keeps one string
     invocation = Invocation(resumed=bool(args.resume), status=not args.no_status,
                             compare=not args.no_compare,
                             observation_noise=getattr(args, "observation_noise", 0.0))

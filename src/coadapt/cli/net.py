@@ -59,7 +59,11 @@ def _ks(text: str) -> tuple[int, ...]:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("netbench", help="measure all-reduce between emulated nodes (network "
                        "calibration)", description=NETBENCH_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples (root):\n  coadapt netbench                        "
+                       "# ~6 min: 2..8 nodes at 0.1, 1 Gbit/s and unshaped\n"
+                       "  coadapt netbench --k 2,4 --bandwidth 1 --reps 3 --out out/netbench-quick\n"
+                       "  coadapt netbench --refit --out out/netbench   # refit an earlier run\n")
     p.add_argument("--out", default="out/netbench", help="output folder (default out/netbench)")
     p.add_argument("--k", type=_ks, default=(2, 3, 4, 5, 6, 7, 8), metavar="K[,...]",
                    help="processes (nodes) per round (default 2,...,8)")
@@ -72,7 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measure nothing: refit OUT/netbench.csv of an earlier run")
     p.set_defaults(func=run_netbench_cmd)
 
-    n = sub.add_parser("net", help="emulated nodes: clean up what a killed run left")
+    n = sub.add_parser("net", help="emulated nodes: clean up what a killed run left",
+                       epilog="examples (root):\n  coadapt net cleanup\n  coadapt net cleanup --all\n",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     nsub = n.add_subparsers(dest="net_command", metavar="ACTION", required=True)
     c = nsub.add_parser("cleanup", help="kill namespace holders whose run is gone",
                         description="Emulated nodes vanish with their holder processes, which "

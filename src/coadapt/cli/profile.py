@@ -192,7 +192,11 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "profile", help="measure job types on this machine and write profiles/",
         description="Time the real CPU jobs over worker counts x batch sizes and run them "
-                    "to target at several batch sizes; write profiles/<type>/.")
+                    "to target at several batch sizes; write profiles/<type>/.",
+        epilog="examples:\n  coadapt profile --quick --out out/profiles-quick   # < 5 min\n"
+        "  coadapt profile --types mlp-mnist1d --quick --out out/profiles-mlp\n"
+        "  coadapt profile                                    # the full run, ~45 min: "
+        "rewrites profiles/\n", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="2 batch sizes per worker count, 1 repeat, 1 seed (< 5 min)")
     p.add_argument("--types", default=None, help="comma-separated job types (default: all)")

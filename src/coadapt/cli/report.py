@@ -1,4 +1,4 @@
-"""``coadapt report``: recompute metrics, table and plots from event logs."""
+"""``coadapt report``: rebuild a run folder's results and report.md from its event logs."""
 
 from __future__ import annotations
 
@@ -6,44 +6,57 @@ import argparse
 import sys
 from pathlib import Path
 
+from coadapt.cli.errors import fail
+
+DESCRIPTION = """\
+Rebuild everything a 'simulate' or 'live' folder shows from its event logs
+alone (OUT/<policy>/events.jsonl; in a live folder also OUT/prediction/):
+per policy jobs.csv and summary.json, OUT/comparison.csv, the figures in
+OUT/figures/ and OUT/report.md (the table with its units and legend, the
+settings and machine calibration from the logs' headers, the figures and the
+caveats), then print the table. Nothing is simulated or run again; an older
+folder gets today's report. Simulated numbers are labelled SIMULATED.
+"""
+
+EPILOG = """\
+examples:
+  coadapt simulate --out out/sim && coadapt report out/sim
+  coadapt report out/sim --baseline pollux          # ratios against pollux instead of fixed
+  coadapt report out/live --no-plots                # tables and report.md only, no figures
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report", help="metrics, comparison table and plots from existing event logs",
-        description="Read OUT/<policy>/events.jsonl for every policy folder under OUT (as "
-        "written by 'simulate' or 'live'), recompute all metrics from the logs alone, and "
-        "write OUT/comparison.csv, per-run summary.json and plots.")
+    p = sub.add_parser("report", help="rebuild tables, figures and report.md from event logs",
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="results folder holding <policy>/events.jsonl")
-    p.add_argument("--no-plots", action="store_true", help="skip the seaborn figures")
+    p.add_argument("--baseline", default="fixed", metavar="POLICY",
+                   help="the policy listed first and the ratio column divides by "
+                   "(default: fixed)")
+    p.add_argument("--no-plots", action="store_true", help="no figures in OUT/figures/")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from coadapt.eventlog import read_events
-    from coadapt.metrics import job_table, summarize
-    from coadapt.report.compare import write_comparison
+    from coadapt.report.compare import rebuild_results
+    from coadapt.report.markdown import write_run_report
+    from coadapt.report.runlog import ReportError, require_runs, settings_of
     from coadapt.report.table import format_table
 
     out = Path(args.out)
-    runs = sorted(p.parent for p in out.glob("*/events.jsonl"))
-    if not runs:
-        sys.stderr.write(f"coadapt report: error: {out}: no <policy>/events.jsonl below it; "
-                         "run 'coadapt simulate --out DIR' first\n")
-        return 2
-    summaries = []
-    for d in runs:
-        try:
-            events = list(read_events(d / "events.jsonl"))
-        except ValueError as exc:
-            sys.stderr.write(f"coadapt report: error: {exc}\n")
-            return 2
-        s = summarize(events)
-        s["policy"] = s.get("policy") or d.name
-        job_table(events).write_csv(d / "jobs.csv")
-        (d / "summary.json").write_text(json.dumps(s, indent=2) + "\n")
-        summaries.append(s)
-    write_comparison(summaries, out, plots=not args.no_plots)
-    sys.stdout.write(format_table(summaries, f"{out}") + "\n")
+    try:
+        runs = require_runs(out, args.baseline)
+        rebuild_results(out, runs)
+        report = write_run_report(out, baseline=args.baseline, plots=not args.no_plots)
+    except ReportError as exc:
+        return fail("report", str(exc))
+    settings = settings_of(runs)
+    h = runs[0].header
+    label = "SIMULATED" if all(r.simulated for r in runs) else "LIVE"
+    title = f"{label}: {h.get('workload', '?')} on {h.get('cluster', '?')} (from {out})"
+    sys.stdout.write(format_table([r.summary for r in runs], title, baseline=args.baseline,
+                                  calibration=settings.calibration.line,
+                                  seed=settings.seed) + "\n")
+    sys.stdout.write(f"report: {report}\n")
     return 0

@@ -16,7 +16,9 @@ discrete-event simulation; every number it prints is SIMULATED). Jobs advance by
 their profile: step time from the measured placements, gradient statistics and
 validation metric from the measured training curves. Policies see only what the
 jobs report. Writes OUT/<policy>/events.jsonl (the event log), jobs.csv and
-summary.json, plus OUT/comparison.csv, and prints a comparison table. Each
+summary.json, plus OUT/comparison.csv, OUT/report.md (the table, settings,
+calibration and figures, explained), OUT/figures/ and OUT/config.toml (the
+resolved settings: rerun with --config), and prints a comparison table. Each
 log's header records its kind ('simulation', or 'replay' with --replay). OUT
 must not hold a live run (a live.json, or a log whose header says "live"): it
 is refused, and nothing in it is touched.
@@ -26,32 +28,46 @@ The Pollux study's options are one preset (flags given as well win):
 """
 
 
+EPILOG = """\
+examples:
+  coadapt simulate                                    # philly-small, every policy, 8x2
+  coadapt simulate --policy fixed,pollux --out out/sim-two
+  coadapt simulate --policy fixed,pollux --policy-arg pollux.p=-0.5 --out out/sim-p
+  coadapt simulate --policy fixed --policy docs/examples/shortest_first.py:ShortestFirst \\
+      --out out/sim-plugin                            # a policy from a file
+  coadapt calibrate --quick --cluster 1x1:native,1x1:legacy   # kinds of node: measure them, then
+  coadapt simulate --workload cpu-burst --cluster 4x2:native,4x2:legacy --policy fixed,sia,gavel \\
+      --out out/sim-kinds
+  coadapt simulate --config out/sim/config.toml --out out/sim-again   # rerun a run's settings
+  coadapt simulate --preset osdi21 --cluster 16x4 --policy fixed,pollux \\
+      --workload ../shared/reference/adaptdl/workloads/workload-6.csv \\
+      --profiles adaptdl:../shared/reference/adaptdl --out out/osdi21
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    from coadapt.policies import policy_names
-    from coadapt.runs.options import add_options
+    from coadapt.cli.vocab import add_calibration, add_config, add_policy
+    from coadapt.runs.flags import add_options
 
     p = sub.add_parser("simulate", help="replay a workload under scheduling policies (simulated)",
-                       description=DESCRIPTION,
+                       description=DESCRIPTION, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config(p, "simulate")
     p.add_argument("--workload", default="philly-small",
                    help="workload CSV (name,time,application,num_replicas,batch_size) or the "
                    "name of one shipped in traces/ (default: philly-small)")
     p.add_argument("--profiles", default="profiles",
-                   help="profiles: DIR or cpu:DIR (measured by 'coadapt profile'), or "
-                   "adaptdl:DIR for the Pollux reference GPU traces (default: profiles)")
-    p.add_argument("--policy", default="all",
-                   help=f"one of {', '.join(policy_names())}, a comma list, or 'all' (default: "
-                   f"those); variants, by name only: {', '.join(policy_names(primary=False, variants=True))}")
+                   help="profiles: DIR or cpu:DIR (measured by 'coadapt profile'), adaptdl:DIR "
+                   "for the Pollux reference GPU traces, sia:DIR for Sia's (default: profiles)")
+    add_policy(p, ["all"])
     add_options(p)
     p.add_argument("--out", default="out/sim", help="output folder (default out/sim)")
-    p.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
-                   help="charge the live costs measured by 'coadapt calibrate' (start, restart, "
-                   "validation, verification, co-location) instead of the fixed restart delay: "
-                   "'auto' (default) uses PROFILES/live-costs.json when it exists")
+    add_calibration(p, "reference")
     p.add_argument("--replay", metavar="DIR", default=None,
                    help="replay the allocations recorded in DIR/<policy>/events.jsonl (a live "
                    "run) instead of letting the policy decide: what then differs from the "
                    "recording is the job model's error, not the policy's choices")
+    p.add_argument("--no-plots", action="store_true", help="no figures in OUT/figures/")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -72,14 +88,14 @@ def holds_live_run(out: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.policies import REGISTRY, policy_names
+    from coadapt.cli.runs import policy_names_of, policy_settings, write_run_config
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
     from coadapt.runs.options import settings as run_settings
     from coadapt.runs.options import world_of
     from coadapt.runs.simulate import simulate_policy
-    from coadapt.world.costs import CostError, resolve_costs
+    from coadapt.world.costs import CostError, calibration_line, resolve_costs
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
     from coadapt.world.workload import WorkloadError, load_workload
@@ -89,41 +105,45 @@ def run(args: argparse.Namespace) -> int:
     if live is not None:
         return fail("simulate", f"--out {out}: holds a live run ({live}); a simulation would overwrite it. "
                      f"Nothing was changed; choose another --out (e.g. {out.parent / 'sim'})")
-    names = policy_names() if args.policy == "all" else args.policy.split(",")
-    if args.replay is not None:
-        recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
-        if not recorded:
-            return fail("simulate", f"--replay {args.replay}: no <policy>/events.jsonl below it")
-        names = recorded if args.policy == "all" else [n for n in names if n in recorded]
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        return fail("simulate", f"--policy: unknown policy {', '.join(unknown)}; "
-                     f"known: {', '.join(policy_names(variants=True))} or 'all'")
     try:
+        names = policy_names_of(args.policy)
+        if args.replay is not None:
+            recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
+            if not recorded:
+                raise ValueError(f"--replay {args.replay}: no <policy>/events.jsonl below it")
+            names = recorded if args.policy == ["all"] else [n for n in names if n in recorded]
         profiles = load_profiles(args.profiles)
         workload = load_workload(args.workload, set(profiles))
-        costs = resolve_costs(args.live_costs, args.profiles)
+        costs = resolve_costs(args.calibration, args.profiles)
         if costs is not None:
             costs.require({j.application for j in workload.jobs})
         replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
                    for n in names} if args.replay else {}
         world = world_of(args, profiles, costs)  # built once: every policy runs in it
-        settings = run_settings(args, world, workload, show_progress=not args.no_progress)
-    except (ValueError, ProfileError, WorkloadError, CostError) as exc:
-        return fail("simulate", str(exc))
-    cluster = settings.cluster
+        settings = policy_settings(run_settings(args, world, workload,
+                                                show_progress=not args.no_progress), args, names)
+    except (ValueError, KeyError, ProfileError, WorkloadError, CostError) as exc:
+        return fail("simulate", str(exc).strip("'\""))
+    out.mkdir(parents=True, exist_ok=True)
+    write_run_config(out, args, "simulate")
     kind = "replay" if args.replay else "simulation"
-    summaries = []
-    for name in names:
-        summaries.append(simulate_policy(world, workload, name, settings, out / name,
-                                         replay=replays.get(name), kind=kind))
-    write_comparison(summaries, out)
+    summaries = [simulate_policy(world, workload, name, settings, out / name,
+                                 replay=replays.get(name), kind=kind) for name in names]
+    write_comparison(summaries, out, plots=False)
+    report = _report(out, args)
     preset = f", preset {args.preset}" if getattr(args, "preset", None) else ""
     sys.stdout.write(format_table(
-        summaries, f"SIMULATED ({kind}): {workload.name} on {cluster} ({len(workload.jobs)} "
-        f"jobs, profiles {args.profiles}{', live costs' if costs else ''}{preset}, "
-        f"efficiency truth {settings.efficiency_truth}"
-        f"{', replaying ' + args.replay if args.replay else ''})") + "\n")
-    sys.stdout.write(f"results in {out}/\n")
+        summaries, f"SIMULATED ({kind}): {workload.name} on {settings.cluster} ({len(workload.jobs)} "
+        f"jobs, profiles {args.profiles}{preset}, efficiency truth {settings.efficiency_truth}"
+        f"{', replaying ' + args.replay if args.replay else ''})", baseline=args.baseline,
+        calibration=calibration_line(costs), seed=settings.seed) + "\n")
+    sys.stdout.write(f"results in {out}/ (report: {report}; rerun: coadapt simulate --config "
+                     f"{out / 'config.toml'})\n")
     logging.getLogger(__name__).info("summaries: %s", json.dumps(summaries))
     return 0
+
+
+def _report(out: Path, args: argparse.Namespace) -> Path:
+    from coadapt.report.markdown import write_run_report
+
+    return write_run_report(out, baseline=args.baseline, plots=not args.no_plots)

@@ -17,18 +17,32 @@ trace; without it, from a seeded parametric model (--window, --mix).
 """
 
 
+EPILOG = """\
+examples:
+  coadapt workload generate                          # 160 CPU jobs over 8 h, tuned for 8x2
+  coadapt workload generate --num-jobs 30 --window 0.5 --out out/w30.csv
+  coadapt workload sets --out out/sets               # the named CPU sets, seed 1
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.cli.vocab import add_calibration, deprecated
+    from coadapt.runs.flags import DEFAULT_CLUSTER, DEFAULT_SEED
+
     wl = sub.add_parser("workload", help="generate workload files",
                         description="Workload files (name,time,application,num_replicas,"
-                        "batch_size).")
+                        "batch_size).", epilog=EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     wsub = wl.add_subparsers(dest="workload_command", required=True,
                              metavar="{generate,sets}")
     g = wsub.add_parser("generate", help="sample a workload", description=DESCRIPTION,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--profiles", default="profiles",
                    help="profiles (DIR, cpu:DIR or adaptdl:DIR) giving the job types")
-    g.add_argument("--jobs", type=int, default=160, help="number of jobs (default 160)")
-    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--num-jobs", type=int, default=160, help="number of jobs (default 160)")
+    deprecated(g, "--jobs", "--num-jobs")
+    g.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help=f"random seed (default {DEFAULT_SEED})")
     g.add_argument("--philly", help="path to the Philly trace CSV (philly.csv)")
     g.add_argument("--window", type=float, default=8.0,
                    help="arrival window in hours without --philly (default 8)")
@@ -36,26 +50,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="size-class fractions without --philly")
     g.add_argument("--classes", default=None,
                    help="job types per class, e.g. 'small=a,b;medium=c;large=d;xlarge=e' "
-                   "(default: the Pollux study's for adaptdl profiles)")
-    g.add_argument("--cluster", default="16x4", help="cluster the requests are tuned for")
+                   "(default: the Pollux study's for adaptdl profiles, the CPU sets' for CPU "
+                   "profiles)")
+    g.add_argument("--cluster", default=DEFAULT_CLUSTER,
+                   help=f"cluster the requests are tuned for (default {DEFAULT_CLUSTER})")
     _network_options(g)
-    g.add_argument("--out", required=True, help="output CSV path")
+    g.add_argument("--out", default="out/workload.csv",
+                   help="output CSV path (default out/workload.csv)")
     g.set_defaults(func=run)
 
     s = wsub.add_parser("sets", help="write the named CPU workload sets",
-                        description=SETS_DESCRIPTION,
+                        description=SETS_DESCRIPTION, epilog=EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--out", default="traces", help="directory for NAME.csv (default traces)")
-    s.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    s.add_argument("--cluster", default="8x2",
-                   help="cluster the requests are tuned for (default 8x2)")
+    s.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help=f"random seed (default {DEFAULT_SEED})")
+    s.add_argument("--cluster", default=DEFAULT_CLUSTER,
+                   help=f"cluster the requests are tuned for (default {DEFAULT_CLUSTER})")
     _network_options(s)
     s.add_argument("--profiles", default="profiles",
                    help="CPU profiles giving the job types (default profiles)")
-    s.add_argument("--live-costs", default="auto", metavar="auto|none|PATH",
-                   help="price requests at the step times the simulator charges with the live "
-                   "costs measured by 'coadapt calibrate' (default: PROFILES/live-costs.json "
-                   "when it exists), as 'coadapt simulate' and 'experiment' do")
+    add_calibration(s, "reference")
     s.set_defaults(func=run_sets)
 
 
@@ -85,11 +100,23 @@ def _pairs(text: str, sep: str) -> dict[str, str]:
     return out
 
 
+def _default_classes(types: set[str]) -> dict[str, tuple[str, ...]]:
+    """The job types per size class of the profiles given: the Pollux study's
+    for its GPU profiles, the CPU sets' for the CPU job types."""
+    from coadapt.workloads.generate import ADAPTDL_CLASSES
+    from coadapt.workloads.sets import CPU_CLASSES
+
+    for classes in (ADAPTDL_CLASSES, CPU_CLASSES):
+        if any(t in types for apps in classes.values() for t in apps):
+            return dict(classes)
+    raise ValueError(f"--classes: no default for job types {', '.join(sorted(types))}; give "
+                     "one, e.g. --classes 'small=a;medium=b;large=c;xlarge=d'")
+
+
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from coadapt.workloads.generate import (
-        ADAPTDL_CLASSES,
         CLASSES,
         generate,
         parametric_arrivals,
@@ -105,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
         world = World.build(load_profiles(args.profiles), cluster)
         classes = ({k: tuple(v.split(",")) for k, v in _pairs(args.classes, ";").items()}
-                   if args.classes else ADAPTDL_CLASSES)
+                   if args.classes else _default_classes(set(world.profiles)))
         rng = np.random.default_rng(args.seed)
         if args.philly:
             arrivals = philly_arrivals(Path(args.philly))
@@ -114,11 +141,12 @@ def run(args: argparse.Namespace) -> int:
             bad = set(mix) - set(CLASSES)
             if bad:
                 raise ValueError(f"--mix: unknown class {', '.join(bad)}; use {CLASSES}")
-            arrivals = parametric_arrivals(args.jobs, args.window * 3600, mix, rng)
-        rows = generate(arrivals, args.jobs, world, classes, rng)
+            arrivals = parametric_arrivals(args.num_jobs, args.window * 3600, mix, rng)
+        rows = generate(arrivals, args.num_jobs, world, classes, rng)
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload generate: error: {exc}\n")
         return 2
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_workload(Path(args.out), rows)
     sys.stdout.write(f"wrote {len(rows)} jobs to {args.out}\n")
     return 0
@@ -136,7 +164,7 @@ def run_sets(args: argparse.Namespace) -> int:
     try:
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
         world = World.build(load_profiles(args.profiles), cluster,
-                            costs=resolve_costs(args.live_costs, args.profiles))
+                            costs=resolve_costs(args.calibration, args.profiles))
         made = [(ws, make_workload(ws, args.seed, world)) for ws in SETS.values()]
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload sets: error: {exc}\n")

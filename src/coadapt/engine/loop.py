@@ -6,14 +6,23 @@ sees a snapshot of the records, each job applies its assignment, ``allocate``
 and ``round`` are logged). Everything else a job does between rounds is the
 backend's (``engine.backend``). On ``simpy.Environment`` this is a simulation;
 on ``simpy.rt.RealtimeEnvironment`` with the live backend it runs real jobs.
+
+Every run ends: at the last job's completion, or at its horizon (a generous
+multiple of what the workload should take, see :func:`default_horizon`),
+where the unfinished jobs are stopped and logged as failed with the reason.
+A request for more replicas than any job can hold on the cluster is adjusted
+down to what it can (as the Pollux study's simulator clamps), logged on its
+``submit`` and counted in the summary; requests outside their job type's
+limits are refused (``world.workload.check_requests``).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import simpy
@@ -23,7 +32,31 @@ from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits
 from coadapt.policies.base import Assignment, Decision, Policy, Snapshot
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.workload import JobSpec, Workload
+from coadapt.world.workload import JobSpec, Workload, check_requests
+
+logger = logging.getLogger(__name__)
+
+HORIZON_FACTOR = 20.0
+"""The default horizon's multiple of the workload's last submit time plus its
+jobs' isolated run time (what a FIFO queue of the whole workload would take)."""
+HORIZON_SLACK = 86400.0
+"""Added to that multiple: a day."""
+HORIZON_UNKNOWN = 30 * 86400.0
+"""Added instead when no isolated time is known (30 days)."""
+IDLE_SKIP = 1000
+"""Rounds with no job active and none arriving: beyond this many the clock
+jumps to the next arrival's round instead of logging empty rounds (a job
+submitted years later writes no gigabytes of them)."""
+
+
+def default_horizon(workload: Workload, isolated: float | None = None) -> float:
+    """When a run of ``workload`` gives up: HORIZON_FACTOR x (last submit time +
+    ``isolated``, the jobs' summed isolated seconds at their requests) + a day,
+    or + 30 days without an estimate."""
+    last = max((j.submit_time for j in workload.jobs), default=0.0)
+    if isolated is not None and math.isfinite(isolated) and isolated > 0:
+        return HORIZON_FACTOR * (last + isolated) + HORIZON_SLACK
+    return HORIZON_FACTOR * last + HORIZON_UNKNOWN
 
 
 class DecisionError(RuntimeError):
@@ -34,6 +67,7 @@ class DecisionError(RuntimeError):
 class EngineResult:
     jobs: list[JobHandle]
     decision_ms: list[float] = field(default_factory=list)
+    horizon_reached: bool = False  # stopped at the horizon; the unfinished jobs failed
 
 
 class Engine:
@@ -49,7 +83,12 @@ class Engine:
                  round_info: Callable[[float], dict[str, Any]] | None = None,
                  first_round: float | None = None,
                  kind_speed: Mapping[str, Mapping[str, float]] | None = None,
-                 restart_penalty: Mapping[str, float] | None = None) -> None:
+                 restart_penalty: Mapping[str, float] | None = None,
+                 horizon: float | None = None) -> None:
+        check_requests(workload, limits)
+        self.horizon = default_horizon(workload) if horizon is None else float(horizon)
+        if not (math.isfinite(self.horizon) and self.horizon > 0):
+            raise ValueError(f"--horizon {horizon}: must be a finite number of seconds > 0")
         self.workload, self.limits, self.backend, self.policy = workload, limits, backend, policy
         self.kind_speed = kind_speed or {}  # Sia's bootstrap, shown to every policy
         self.restart_penalty = restart_penalty or {}
@@ -69,6 +108,14 @@ class Engine:
         self._idle_rounds = 0
         self._stuck_rounds = 0
         self._last_work: tuple[int, float] = (-1, -1.0)
+        self._arrived = 0  # how many of _pending have been submitted
+        self._expired = False
+        self._cap = cluster.max_job_slots
+        over = [s for s in workload.jobs if s.num_replicas > self._cap]
+        if over:
+            logger.warning("%d job(s) ask for more replicas than one job can hold on %s: "
+                           "adjusted down to %d: %s", len(over), cluster, self._cap,
+                           ", ".join(f"{s.name} ({s.num_replicas})" for s in over[:5]))
 
     # ------------------------------------------------------------------ run
     def adopt(self, job: JobHandle, abandoned: bool = False) -> None:
@@ -84,6 +131,7 @@ class Engine:
         self.backend.bind(self)
         self.env.process(self._arrivals())
         self.env.process(self._rounds())
+        self.env.process(self._deadline())
         if not self.active and not self._pending:
             self._done.succeed()
         self.env.run(until=self._done)
@@ -93,18 +141,69 @@ class Engine:
         for spec in self._pending:
             if spec.submit_time > self.env.now:
                 yield self.env.timeout(spec.submit_time - self.env.now)
-            job = self.backend.create(spec, self.limits[spec.application], self.env.now)
+            if self._expired:
+                return
+            adjusted = {}
+            if spec.num_replicas > self._cap:  # what the policies' clamp did, said once here
+                adjusted = {"adjusted_replicas": self._cap,
+                            "adjusted": f"asks {spec.num_replicas} replicas; one job can hold "
+                                        f"at most {self._cap} on {self.cluster}"}
+            run_as = replace(spec, num_replicas=self._cap) if adjusted else spec
+            job = self.backend.create(run_as, self.limits[spec.application], self.env.now)
+            self._arrived += 1
             self.jobs.append(job)
             self.active.append(job)
             self.log.emit(self.env.now, "submit", spec.name, application=spec.application,
                           requested_replicas=spec.num_replicas, requested_batch=spec.batch_size,
-                          weight=spec.weight)
+                          weight=spec.weight, **adjusted)
 
     def _rounds(self):
         yield self.env.timeout(self.first_round)
-        while True:
+        while not self._expired:
             self.round(self.env.now)
-            yield self.env.timeout(self.interval)
+            yield self.env.timeout(self._next_round())
+
+    def _next_round(self) -> float:
+        """One interval; or, with no job active and the next arrival more than
+        IDLE_SKIP rounds away, the whole rounds up to that arrival's round."""
+        if self.active or self._arrived >= len(self._pending):
+            return self.interval
+        rounds = math.ceil((self._pending[self._arrived].submit_time - self.env.now)
+                           / self.interval)
+        return rounds * self.interval if rounds > IDLE_SKIP else self.interval
+
+    def _deadline(self):
+        yield self.env.timeout(max(self.horizon - self.env.now, 0.0))
+        if not self._done.triggered:
+            self.expire(self.env.now)
+
+    def expire(self, now: float) -> None:
+        """The horizon passed: stop every unfinished job, log it failed with the
+        reason (and each job not yet submitted), and end the run."""
+        self._expired = self.result.horizon_reached = True
+        reason = (f"the run's horizon ({self.horizon:g} s) passed before it finished "
+                  "(--horizon sets it)")
+        empty = Assignment((0,) * self.cluster.num_nodes)
+        unfinished = len(self.active) + len(self._pending) - self._arrived
+        for job in list(self.active):
+            r = job.record
+            if r.replicas and job.apply(empty, now):
+                self.log.emit(now, "allocate", r.name, allocation=list(empty.allocation),
+                              replicas=0, nodes=0, batch=0, micro=0, accum=0, restart=False,
+                              adaptive=r.adaptive, reason="horizon")
+            self.active.remove(job)
+            self.abandoned.add(r.name)
+            self.log.emit(now, "fail", r.name, reason=reason, fatal=True, abandoned=True,
+                          horizon=self.horizon)
+        for spec in self._pending[self._arrived:]:
+            self.abandoned.add(spec.name)
+            self.log.emit(now, "fail", spec.name, reason=f"{reason}; not submitted: its submit "
+                          f"time is {spec.submit_time:g} s", fatal=True, abandoned=True,
+                          submitted=False, horizon=self.horizon)
+        logger.warning("horizon %g s reached: %d job(s) unfinished, logged as failed",
+                    self.horizon, unfinished)
+        if not self._done.triggered:
+            self._done.succeed()
 
     # ---------------------------------------------------------------- rounds
     def round(self, now: float) -> None:
@@ -207,6 +306,8 @@ class Engine:
     # ------------------------------------------------------------ completion
     def complete(self, job: JobHandle, now: float, **fields: Any) -> None:
         """A backend reports that ``job`` reached its target (verified if live)."""
+        if self._expired:  # at the horizon's instant: it was logged failed already
+            return
         r = job.record
         r.completed_at = now
         self.active.remove(job)
@@ -217,6 +318,8 @@ class Engine:
     def abandon(self, job: JobHandle, now: float, reason: str) -> None:
         """A backend gives up on ``job`` (e.g. it failed more often than
         allowed): it leaves the schedule without a completion."""
+        if self._expired:
+            return
         self.active.remove(job)
         self.abandoned.add(job.record.name)
         self.log.emit(now, "fail", job.record.name, reason=reason, fatal=True, abandoned=True)

@@ -7,27 +7,25 @@ missing instead of failing, so the report's links stay valid.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-import seaborn as sns  # noqa: E402
-from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from coadapt.experiment.stats import ordered_policies, ordered_sets, ordered_tags  # noqa: E402
-from coadapt.metrics import timeline  # noqa: E402
+from coadapt.experiment.stats import ordered_policies, ordered_sets, ordered_tags
+from coadapt.metrics import timeline
+from coadapt.report import style
+from coadapt.report.figures import allocations, draw_allocation, slot_colours
+from coadapt.report.style import grid as _grid
+from coadapt.report.style import palette as _palette
+from coadapt.report.style import plain_log_ticks
+from coadapt.report.style import save as _save
+from coadapt.report.style import time_unit as _time_unit
 
 Event = dict[str, Any]
-DPI = 110
 SIM = "SIMULATED"
 FIGURES = {
     "jct_means": "jct_means.png",
@@ -40,46 +38,15 @@ FIGURES = {
 
 
 def prepare(figdir: Path) -> dict[str, Path]:
-    """Create ``figdir``, set the plot style; the path of each figure in ``FIGURES``."""
-    figdir.mkdir(parents=True, exist_ok=True)
-    sns.set_theme(style="whitegrid", context="paper")
+    """Create ``figdir``, set the plot style (``report.style``: one style for
+    every report); the path of each figure in ``FIGURES``."""
+    style.prepare(figdir)
     return {k: figdir / v for k, v in FIGURES.items()}
-
-
-def _palette(policies: Sequence[str]) -> dict[str, Any]:
-    return dict(zip(policies, sns.color_palette("colorblind", n_colors=max(len(policies), 1)),
-                    strict=False))
-
-
-def _grid(n: int, width: float = 5.0, height: float = 3.6, ncols_max: int = 3, **kw: Any):
-    ncols = max(1, min(n, ncols_max))
-    nrows = max(1, math.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
-                             squeeze=False, **kw)
-    flat = list(axes.flat)
-    for ax in flat[n:]:
-        ax.axis("off")
-    return fig, flat[:max(n, 1)]
-
-
-def _save(fig: plt.Figure, path: Path, title: str) -> Path:
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
 
 
 def placeholder(path: Path, title: str, message: str) -> Path:
     """A figure that says what is missing, so the report's links stay valid."""
-    fig, ax = plt.subplots(figsize=(6, 2.5))
-    ax.axis("off")
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
-    return _save(fig, path, f"{SIM}: {title}")
-
-
-def _time_unit(span_s: float) -> tuple[str, float]:
-    return ("h", 3600.0) if span_s > 6 * 3600 else ("min", 60.0)
+    return style.placeholder(path, f"{SIM}: {title}", message)
 
 
 def fig_jct_means(summary: pl.DataFrame, path: Path) -> Path:
@@ -136,10 +103,7 @@ def fig_cdf(jobs: pl.DataFrame, column: str, path: Path, xlabel: str, title: str
             sns.ecdfplot(data={"x": sub[column].to_numpy(), "policy": sub["policy"].to_numpy()},
                          x="x", hue="policy", hue_order=present, palette=pal, ax=ax,
                          log_scale=True)
-            plain = FuncFormatter(lambda v, _pos: f"{v:g}")
-            ax.xaxis.set_major_formatter(plain)
-            ax.xaxis.set_minor_formatter(plain)
-            ax.tick_params(axis="x", which="minor", labelsize=6)
+            plain_log_ticks(ax.xaxis)
             if vline is not None:
                 ax.axvline(vline, color="grey", lw=0.8, ls="--")
         load = f" (load {ld:.3g}x)" if ld is not None else ""
@@ -147,62 +111,21 @@ def fig_cdf(jobs: pl.DataFrame, column: str, path: Path, xlabel: str, title: str
     return _save(fig, path, f"{SIM}: {title}")
 
 
-def _allocations(events: list[Event]) -> dict[str, dict[str, Any]]:
-    """Per job: submit, completion, and its allocations in time order as
-    (t, replicas, batch), with the start times that followed them."""
-    jobs: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"submit": None, "complete": None, "alloc": [], "starts": [], "batch": []})
-    for e in sorted((e for e in events if e.get("job")), key=lambda e: e["t"]):
-        j, k = jobs[e["job"]], e["kind"]
-        if k == "submit":
-            j["submit"] = e["t"]
-        elif k == "allocate":
-            j["alloc"].append((e["t"], int(e.get("replicas") or 0), e.get("batch")))
-            j["batch"].append((e["t"], int(e.get("replicas") or 0), e.get("batch")))
-        elif k == "start":
-            j["starts"].append(e["t"])
-        elif k in ("progress", "epoch") and e.get("batch") is not None and j["batch"]:
-            j["batch"].append((e["t"], j["batch"][-1][1], e["batch"]))
-        elif k == "complete":
-            j["complete"] = e["t"]
-    return {k: v for k, v in jobs.items() if v["submit"] is not None}
-
-
 def fig_allocation(events: list[Event], path: Path, label: str) -> Path:
     """One horizontal bar per job (sorted by submission): its allocations over
     time coloured by replicas; pale where the job restarts (allocated, not yet
-    running), a grey line while it waits."""
+    running), a grey line while it waits (``report.figures.draw_allocation``)."""
     title = f"allocation timeline, {label}"
-    jobs = _allocations(events)
+    jobs = allocations(events)
     if not any(j["alloc"] for j in jobs.values()):
         return placeholder(path, title, "no allocate events in the example log")
     end_t = max(e["t"] for e in events)
     unit, scale = _time_unit(end_t)
-    order = sorted(jobs, key=lambda n: (jobs[n]["submit"], n))
     max_r = max(max((a[1] for a in j["alloc"]), default=1) for j in jobs.values())
-    levels = list(range(1, max(max_r, 1) + 1))
-    cmap = ListedColormap(sns.color_palette("viridis", n_colors=len(levels)))
-    norm = BoundaryNorm(np.arange(0.5, len(levels) + 1.5), cmap.N)
-    height = min(max(3.0, 0.18 * len(order) + 1.8), 11.0)
+    cmap, norm, levels = slot_colours(max_r)
+    height = min(max(3.0, 0.18 * len(jobs) + 1.8), 11.0)
     fig, ax = plt.subplots(figsize=(10, height))
-    for y, name in enumerate(order):
-        j = jobs[name]
-        stop = j["complete"] if j["complete"] is not None else end_t
-        first = j["alloc"][0][0] if j["alloc"] else stop
-        ax.hlines(y, j["submit"] / scale, first / scale, color="0.6", lw=1)
-        for i, (t, r, _b) in enumerate(j["alloc"]):
-            t1 = j["alloc"][i + 1][0] if i + 1 < len(j["alloc"]) else stop
-            if r <= 0 or t1 <= t:
-                continue
-            run = next((s for s in j["starts"] if t <= s < t1), t1)
-            color = cmap(norm(min(r, len(levels))))
-            if run > t:
-                ax.barh(y, (run - t) / scale, left=t / scale, height=0.7, color=color, alpha=0.3)
-            if t1 > run:
-                ax.barh(y, (t1 - run) / scale, left=run / scale, height=0.7, color=color)
-    if len(order) <= 40:
-        ax.set_yticks(range(len(order)), order, fontsize=7)
-    ax.invert_yaxis()
+    draw_allocation(ax, jobs, end_t, scale, cmap, norm)
     ax.set(xlabel=f"simulated time ({unit}); pale: restarting, grey line: waiting",
            ylabel="job (by submission)")
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=norm)
@@ -216,7 +139,7 @@ def fig_trajectories(events: list[Event], path: Path, label: str, k: int = 5) ->
     """Replicas and batch size over time for the ``k`` jobs whose allocation
     or batch changed most often (step plots, two stacked panels)."""
     title = f"replicas and batch size of the most re-adapted jobs, {label}"
-    jobs = _allocations(events)
+    jobs = allocations(events)
     changes = {}
     for name, j in jobs.items():
         seq = [(r, b) for _, r, b in j["batch"]]

@@ -5,7 +5,10 @@ any other address joins that cluster. The context (profiles, costs, CSV
 workloads) is put into the object store once, so remote nodes need only the
 ``coadapt`` package, not this checkout's files; each node must run the same
 coadapt version as the driver (rows are filed under the driver's code
-fingerprint). Results are yielded as tasks
+fingerprint). Policies from outside the package travel as their specs in the
+context (``CellContext.plugins``) and each task loads them: a file by its
+absolute path, which must exist on every node; a module or an entry point,
+which must be installed there. Results are yielded as tasks
 finish; leaving early cancels what is still queued or running.
 
 The runner hands in the function that runs one cell, so this module needs

@@ -31,6 +31,8 @@ from coadapt.experiment.stats import (
     seed_basis,
 )
 from coadapt.metrics import job_table
+from coadapt.report.order import ordered_policies as table_order
+from coadapt.report.runlog import Calibration, calibration_of
 
 log = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -179,14 +181,15 @@ def _job_tables(out: Path, rows: pl.DataFrame) -> pl.DataFrame:
 
 def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
                  example: dict | None = None,
-                 failed: Sequence[tuple[str, str]] = ()) -> Path:
+                 failed: Sequence[tuple[str, str]] = (), *, baseline: str = "fixed") -> Path:
     """Write ``out/report.md`` and its six figures in ``out/figures``; returns
-    the report's path. Missing logs, fairness events, policies or seeds give a
-    placeholder figure or a '–', never an error."""
+    the report's path. Policies read in the tables' order, ``baseline`` first.
+    Missing logs, fairness events, policies or seeds give a placeholder
+    figure or a '–', never an error."""
     out = Path(out)
     paths = figures.prepare(out / "figures")
     tags = ordered_tags(results)
-    policies = ordered_policies(results["policy"].to_list()) if results.height else []
+    policies = table_order(results["policy"].to_list(), baseline) if results.height else []
 
     figures.fig_jct_means(summary, paths["jct_means"])
 
@@ -223,7 +226,9 @@ def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals:
     gp_label = f"{ex['set']}, seed {ex['seed']}, {ex['tag']}" if ex else ""
     figures.fig_goodput(runs, paths["goodput"], gp_label)
 
-    text = _markdown(results, summary, goals, tags, policies, label, paths, failed)
+    header = next((e for e in ex_events or [] if e["kind"] == "header"), None)
+    text = _markdown(results, summary, goals, tags, policies, label, paths, failed,
+                     calibration_of(header) if header is not None else None)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -231,7 +236,8 @@ def write_report(out: Path, results: pl.DataFrame, summary: pl.DataFrame, goals:
 
 def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
               tags: list[str], policies: list[str], example: str,
-              paths: dict[str, Path], failed: Sequence[tuple[str, str]] = ()) -> str:
+              paths: dict[str, Path], failed: Sequence[tuple[str, str]] = (),
+              calibration: Calibration | None = None) -> str:
     n = results.height
     sets = ordered_sets(results)
     seeds = sorted(results["seed"].unique().to_list()) if n else []
@@ -253,7 +259,11 @@ def _markdown(results: pl.DataFrame, summary: pl.DataFrame, goals: pl.DataFrame,
         f"- networks: {nets or '–'}",
         f"- cells: {n}; simulated jobs: {jobs} ({done} completed); "
         f"simulation wall time {_fmt(wall, '{:.0f}')} s summed over cells",
+        f"- machine calibration charged: {calibration.line if calibration else '– (no cell log)'}",
     ]
+    if calibration is not None and calibration.other:
+        lines.append("- **the calibration is another machine's** (the shipped reference's, "
+                     "unless named otherwise): absolute times describe that machine")
     if n and {"jobs", "completed"} <= set(results.columns):
         short = results.filter(pl.col("completed") < pl.col("jobs")).height
         if short:

@@ -6,6 +6,8 @@ writes files. Each log is written atomically (temp file, fsync, rename)
 before its row is appended and fsynced to ``cells.jsonl``, so an interrupted
 grid leaves only complete cells, and ``--resume`` reruns the rest. Ctrl-C or
 SIGTERM terminates the workers at once (their cells are simply not filed).
+A worker knows only the built-in policies until it loads the context's
+``plugins`` (``make_policy`` does, from the cell's ``PolicyConfig``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from coadapt.experiment.grid import Cell, describe
+from coadapt.policies.base import PolicyOptions
 from coadapt.world.costs import LiveCosts
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
@@ -46,6 +49,10 @@ class CellContext:
     options: Mapping[str, Any]  # engine options (see runs.options.add_options), no bandwidth
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # fixed (CSV) workloads
     fingerprint: str = ""
+    plugins: tuple[str, ...] = ()
+    """Specs of the cells' policies from files or modules (``policies.plugins.plugin_specs``):
+    a worker process (spawned, or a Ray task) loads them before it builds its policy."""
+    policy_args: PolicyOptions = ()  # --policy-arg, typed (``policies.plugins.policy_options``)
 
 
 @dataclass
@@ -88,7 +95,8 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     args = argparse.Namespace(**ctx.options, bandwidth=cell.bandwidth, seed=cell.seed)
     world = world_of(args, ctx.profiles, ctx.costs)  # the cell's one world
     workload, load = workload_for(cell, ctx, world)
-    settings = run_settings(args, world, workload, show_progress=False)
+    settings = replace(run_settings(args, world, workload, show_progress=False),
+                       policy_args=ctx.policy_args, plugins=ctx.plugins)  # make_policy loads them
     with tempfile.TemporaryDirectory(prefix="coadapt-cell-") as tmp:
         summary = simulate_policy(world, workload, cell.policy, settings, Path(tmp))
         raw = (Path(tmp) / "events.jsonl").read_bytes()
@@ -127,7 +135,7 @@ def _quiet_worker() -> None:
 def file_result(out: Path, row: dict[str, Any], blob: bytes) -> None:
     """Log first (atomically), then the row (appended, fsynced): a row always
     has its log."""
-    from coadapt.jobs.checkpoint import atomic_write_bytes
+    from coadapt.util.atomic import atomic_write_bytes
 
     (out / row["log"]).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / row["log"], blob)

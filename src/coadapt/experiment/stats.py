@@ -22,8 +22,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from coadapt.report.order import BASELINES, ordered_policies, policy_order  # noqa: F401
+
 KEYS = ["tag", "set", "load", "policy"]
-BASELINES = ("fixed", "dynamic")  # listed first in tables (policy_order)
 # What every cell's avg JCT is paired against (summary: vs_<name>): the two
 # baselines and Pollux, the yardstick kind-aware policies (Sia, Gavel) must beat.
 # Pollux stays out of BASELINES: it reads best last, not first.
@@ -50,32 +51,10 @@ FLOATS = ("bandwidth", "load", "avg_jct", "p50_jct", "p99_jct", "makespan", "uti
           "share_median")
 
 
-def policy_order() -> list[str]:
-    """The registered policies in the order tables and figures read best in:
-    the baselines (fixed, dynamic), the other primary policies but Pollux
-    (alphabetically), the variants (Pollux's ablation halves), Pollux last."""
-    from coadapt.policies import PRIMARY, policy_names
-
-    head = [p for p in BASELINES if p in PRIMARY]
-    others = sorted(p for p in PRIMARY if p not in head and p != "pollux")
-    variants = policy_names(primary=False, variants=True)
-    return head + others + variants + (["pollux"] if "pollux" in PRIMARY else [])
-
-
-def _ranks() -> dict[str, int]:
-    return {p: i for i, p in enumerate(policy_order())}
-
-
 def policy_rank(name: str) -> int:
     """Position of a policy in ``policy_order()`` (unregistered ones after)."""
-    ranks = _ranks()
+    ranks = {p: i for i, p in enumerate(policy_order())}
     return ranks.get(name, len(ranks))
-
-
-def ordered_policies(names: Iterable[str]) -> list[str]:
-    """``names`` once each, in ``policy_order()``; unregistered ones after, by name."""
-    ranks = _ranks()
-    return sorted(set(names), key=lambda p: (ranks.get(p, len(ranks)), p))
 
 
 def tag_bandwidth(tag: str) -> float | None:
@@ -216,7 +195,7 @@ def _paired(df: pl.DataFrame, baseline: str) -> pl.DataFrame:
 
 def _sort(df: pl.DataFrame, *extra: str) -> pl.DataFrame:
     """By bandwidth (numerically), load, set, then policy (baselines first)."""
-    ranks = _ranks()
+    ranks = {p: i for i, p in enumerate(policy_order())}
     ranked = df.with_columns(
         pl.col("policy").replace_strict(ranks, default=len(ranks), return_dtype=pl.Int64)
         .alias("_rank") if "policy" in df.columns else pl.lit(0).alias("_rank"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from coadapt.experiment.stats import ordered_policies
+from coadapt.report.order import ordered_policies
+from coadapt.report.table import legend_lines, legend_of, text_grid
 
 
 def _minutes(v: float | None) -> str:
@@ -13,17 +14,6 @@ def _minutes(v: float | None) -> str:
 
 def _ratio(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
-
-
-def text_grid(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
-                       for i, (h, w) in enumerate(zip(header, widths, strict=True)))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in rows:
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w)
-                               for i, (v, w) in enumerate(zip(r, widths, strict=True))))
-    return "\n".join(lines)
 
 
 def _set_rows(part: pl.DataFrame) -> list[tuple[str, dict[str, dict]]]:
@@ -60,12 +50,30 @@ def _pollux_row(by: dict[str, dict], policies: list[str]) -> list[str]:
             f"{_ratio(r['vs_pollux'])} / {_ratio(r['p99_rho'])}" for p in policies]
 
 
-def format_summary(summary: pl.DataFrame, goals: pl.DataFrame) -> str:
-    """Per network: mean JCT in minutes [95% CI] per set and policy with
-    pollux's paired ratios; then every policy's ratio to pollux and p99 rho;
-    then the goals."""
+def samples(summary: pl.DataFrame) -> str:
+    """What the means rest on: N seeds per cell, or one sample."""
+    seeds = sorted(set(summary["seeds"].drop_nulls().to_list())) if summary.height else []
+    if not seeds or seeds == [1]:
+        return ("one sample per cell (one seed): no interval; --seeds N gives means with "
+                "95% CIs")
+    n = "/".join(map(str, seeds))
+    return f"means over {n} seeds per cell, 95% bootstrap CI in brackets"
+
+
+LEGEND = (("mean JCT", "each run's mean JCT (submission to completion, completed jobs), "
+                         "averaged over seeds"),
+          ("pollux/X", "pollux's mean JCT / X's, paired by seed (below 1: pollux faster)"),
+          ("ratio to pollux", "the policy's mean JCT / pollux's, paired by seed"))
+
+
+def format_summary(summary: pl.DataFrame, goals: pl.DataFrame, *,
+                   baseline: str = "fixed") -> str:
+    """Per network: mean JCT in minutes [95% CI] per set and policy (the
+    baseline first, then the fixed order of ``report.order``) with pollux's
+    paired ratios; then every policy's ratio to pollux and p99 rho; the
+    legend; then the goals."""
     out = []
-    policies = ordered_policies(summary["policy"].to_list())
+    policies = ordered_policies(summary["policy"].to_list(), baseline)
     for tag in summary["tag"].unique(maintain_order=True):
         sets = _set_rows(summary.filter(pl.col("tag") == tag))
         out.append(f"SIMULATED, network {tag}: mean JCT in minutes [95% CI over seeds]")
@@ -78,6 +86,9 @@ def format_summary(summary: pl.DataFrame, goals: pl.DataFrame) -> str:
         out.append(text_grid(["set (load)", *policies],
                              [[label, *_pollux_row(by, policies)] for label, by in sets]))
         out.append("")
+    if summary.height:
+        out += legend_lines([*LEGEND, *legend_of(["max rho", "p99 rho"], baseline)])
+        out += [samples(summary), ""]
     if goals.height:
         rows = [[f"{g['tag']} {g['set']}", g["goal"], f"{g['value']:.2f}" if g["value"] is not None
                  else "-", f"{g['target']:.2f}", "met" if g["met"] else "MISSED"]

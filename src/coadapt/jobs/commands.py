@@ -39,7 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``job`` command and its subcommands to a top-level CLI."""
     job = subparsers.add_parser(
         "job", help="run, verify and list the real CPU training jobs",
-        description="Real CPU training jobs (the workloads that profile and live runs use).")
+        description="Real CPU training jobs (the workloads that profile and live runs use).",
+        epilog="examples:\n  coadapt job list\n"
+        "  coadapt job run mlp-mnist1d --workers 2 --batch 128 --ckpt /tmp/ck\n"
+        "  coadapt job verify /tmp/ck\n", formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = job.add_subparsers(dest="job_command", metavar="{run,verify,list}", required=True)
 
     run = sub.add_parser("run", help="train a job with K worker processes", description=RUN_HELP,

@@ -144,6 +144,8 @@ def summarize(events: list[Event]) -> dict[str, Any]:
         mean_goodput = float("nan")
     ms = [e["decision_ms"] for e in kinds["round"]]
     ends = kinds["end"]
+    failed = {e["job"] for e in kinds["fail"] if e.get("fatal")}
+    never = {e["job"] for e in kinds["fail"] if e.get("submitted") is False}
 
     def pct(a: np.ndarray, q: float) -> float | None:
         return float(np.percentile(a, q)) if len(a) else None
@@ -151,8 +153,13 @@ def summarize(events: list[Event]) -> dict[str, Any]:
     return {
         "policy": header.get("policy"),
         "workload": header.get("workload"),
-        "jobs": len(submits),
+        "jobs": len(submits) + len(never - {e["job"] for e in kinds["submit"]}),
         "completed": len(completes),
+        # gave up on: failed too often, or unfinished at the run's horizon (never submitted too)
+        "failed": len(failed - {e["job"] for e in kinds["complete"]}),
+        "horizon_reached": any(e.get("horizon") is not None for e in kinds["fail"]),
+        # requests the engine adjusted to the cluster (more replicas than a job can hold)
+        "adjusted_requests": sum("adjusted_replicas" in e for e in kinds["submit"]),
         "avg_jct": float(jct.mean()) if len(jct) else None,
         "p50_jct": pct(jct, 50),
         "p99_jct": pct(jct, 99),

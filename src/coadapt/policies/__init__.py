@@ -1,4 +1,7 @@
-"""Scheduling policies; importing this package registers every policy."""
+"""Scheduling policies; importing this package registers every built-in policy.
+
+Policies from outside the package (a file, a module, an installed entry
+point) are loaded by ``policies.plugins`` into the same registry."""
 
 from coadapt.policies import (  # noqa: F401
     dynamic,
@@ -19,9 +22,9 @@ from coadapt.policies.base import (
     Policy,
     PolicyConfig,
     Snapshot,
-    make_policy,
     policy_names,
 )
+from coadapt.policies.plugins import make_policy, resolve_policies
 
 __all__ = ["PRIMARY", "REGISTRY", "Assignment", "Decision", "JobView", "Policy", "PolicyConfig",
-           "Snapshot", "make_policy", "policy_names"]
+           "Snapshot", "make_policy", "policy_names", "resolve_policies"]

@@ -89,9 +89,15 @@ class Assignment:
 
 
 Decision = dict[str, Assignment]
+PolicyOptions = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+"""Per policy name, its option values by key (see ``policies.options``)."""
 
 
 class Policy(Protocol):
+    """What the engine calls. A policy class is built as ``Class(config)``; one
+    with options declares them as a class attribute ``Options`` (a frozen
+    dataclass, see ``policies.options``) and reads ``config.options_for(self)``."""
+
     name: str  # this instance's registered name (a variant's differs from its class's)
     uses_oracle: ClassVar[bool]
 
@@ -108,21 +114,74 @@ class PolicyConfig:
     request); without it, on one slot, as in the Pollux study. Minute-long CPU
     jobs end before a doubling-per-round growth from one slot gets anywhere."""
     tiresias_threshold: float = 16 * 3600.0  # slot-seconds before demotion (Tiresias)
+    options: PolicyOptions = ()
+    """Per policy name, the option values set for it (``--policy-arg``, typed and
+    checked by ``policies.options``): tuples, so the config stays hashable and
+    picklable and reaches every worker as it is."""
+    plugins: tuple[str, ...] = ()
+    """Specs of the policies loaded from outside the package (``file.py:Class``,
+    ``module:Class``): ``make_policy`` loads them where a name is not registered
+    (an experiment's worker process, a Ray task)."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.p):
             raise ValueError(f"--p {self.p}: the power-mean exponent must be a finite number "
                              "(e.g. -1 Pollux, -0.5 Sia, 0 the geometric mean, 1 the mean)")
 
+    def given_options(self, name: str) -> dict[str, Any]:
+        """The options set for policy ``name`` (only those given), by key."""
+        return dict(next((kv for n, kv in self.options if n == name), ()))
 
-REGISTRY: dict[str, Callable[[PolicyConfig], Policy]] = {}
+    def options_for(self, policy: Any) -> Any:
+        """``policy.Options`` with the values set for ``policy.name`` over its
+        defaults: how a policy reads its options in its constructor."""
+        return policy.Options(**self.given_options(policy.name))
+
+
+ROLES = ("primary", "variant", "plugin")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered policy: how to build it, and what ``coadapt policies`` says of
+    it. ``role``: "primary" (one of 'all'), "variant" (runnable by name only) or
+    "plugin" (loaded from outside the package, runnable by name once loaded)."""
+
+    name: str
+    cls: type
+    role: str
+    source: str  # built-in: its module; a plugin: its file, or module and distribution
+    switches: tuple[tuple[str, Any], ...] | None = None
+    """A variant's: ``cls(config, name=name, **switches)``; None: ``cls(config)``."""
+    spec: str = ""  # a plugin's canonical spec (what a worker process loads)
+
+    @property
+    def uses_oracle(self) -> bool:
+        return bool(self.cls.uses_oracle)
+
+    def __call__(self, config: PolicyConfig) -> Policy:
+        if self.switches is None:
+            return self.cls(config)
+        return self.cls(config, name=self.name, **dict(self.switches))
+
+
+REGISTRY: dict[str, Entry] = {}
 PRIMARY: list[str] = []
-"""The policies under study, which 'all' runs; the rest of REGISTRY are variants."""
+"""The policies under study, which 'all' runs; the rest of REGISTRY are variants
+and plugins."""
 
 
-def _claim(name: str) -> None:
-    if name in REGISTRY:
-        raise ValueError(f"policy {name!r} registered twice")
+def add_entry(entry: Entry) -> None:
+    """Make ``entry`` runnable by its name; a name is registered once."""
+    if entry.role not in ROLES:
+        raise ValueError(f"policy {entry.name!r}: role {entry.role!r} is not one of {ROLES}")
+    taken = REGISTRY.get(entry.name)
+    if taken is not None:
+        raise ValueError(f"policy {entry.name!r} registered twice ({taken.source} and "
+                         f"{entry.source})")
+    REGISTRY[entry.name] = entry
+    if entry.role == "primary":
+        PRIMARY.append(entry.name)
 
 
 def register(cls: type | None = None, *, primary: bool = True):
@@ -130,28 +189,9 @@ def register(cls: type | None = None, *, primary: bool = True):
     (default) is also one of 'all', a secondary one (``primary=False``, e.g. an
     oracle variant that needs its own class) is listed with the variants."""
     def add(c: type) -> type:
-        _claim(c.name)
-        REGISTRY[c.name] = c
-        if primary:
-            PRIMARY.append(c.name)
+        add_entry(Entry(c.name, c, "primary" if primary else "variant", c.__module__))
         return c
     return add if cls is None else add(cls)
-
-
-@dataclass(frozen=True)
-class Variant:
-    """Factory of a variant (an ablation): ``base(config, name=name, **switches)``."""
-
-    name: str
-    base: type
-    switches: tuple[tuple[str, Any], ...]
-
-    @property
-    def uses_oracle(self) -> bool:
-        return self.base.uses_oracle
-
-    def __call__(self, config: PolicyConfig) -> Policy:
-        return self.base(config, name=self.name, **dict(self.switches))
 
 
 def register_variant(name: str, base: type, **switches: Any) -> None:
@@ -159,22 +199,13 @@ def register_variant(name: str, base: type, **switches: Any) -> None:
     ``switches``: runnable by name, but not one of 'all' (``PRIMARY``)."""
     if base.name not in PRIMARY:
         raise ValueError(f"variant {name!r}: {base.name!r} is not a registered policy")
-    _claim(name)
-    REGISTRY[name] = Variant(name, base, tuple(sorted(switches.items())))
+    add_entry(Entry(name, base, "variant", base.__module__, tuple(sorted(switches.items()))))
 
 
 def policy_names(*, primary: bool = True, variants: bool = False,
-                 oracles: bool = True) -> list[str]:
-    """Registered names, sorted: the primary policies and/or the variants,
-    without the oracle baselines unless ``oracles``."""
-    return sorted(n for n, f in REGISTRY.items()
-                  if (primary if n in PRIMARY else variants) and (oracles or not f.uses_oracle))
-
-
-def make_policy(name: str, config: PolicyConfig) -> Policy:
-    try:
-        factory = REGISTRY[name]
-    except KeyError:
-        known = ", ".join(policy_names(variants=True))
-        raise KeyError(f"unknown policy {name!r}; known: {known}") from None
-    return factory(config)
+                 oracles: bool = True, plugins: bool = False) -> list[str]:
+    """Registered names, sorted: the primary policies, the variants and/or the
+    plugins loaded so far, without the oracle baselines unless ``oracles``."""
+    roles = {r for r, on in zip(ROLES, (primary, variants, plugins), strict=True) if on}
+    return sorted(n for n, e in REGISTRY.items()
+                  if e.role in roles and (oracles or not e.uses_oracle))

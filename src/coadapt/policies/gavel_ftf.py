@@ -32,6 +32,7 @@ import numpy as np
 from coadapt.policies.base import Snapshot, register
 from coadapt.policies.estimates import fixed_batch
 from coadapt.policies.gavel import Gavel, max_throughput
+from coadapt.policies.options import apply_options, with_options
 
 
 def isolated_throughput(snap: Snapshot, sizes: np.ndarray, tput: np.ndarray) -> np.ndarray:
@@ -44,12 +45,17 @@ def isolated_throughput(snap: Snapshot, sizes: np.ndarray, tput: np.ndarray) -> 
 
 
 @register(primary=False)
+@with_options(tolerance="relative width of rho's bracket at which bisection stops",
+              max_steps="most bisection steps on rho")
 @dataclass
 class GavelFTF(Gavel):
     name: str = "gavel-ftf-oracle"
     uses_oracle: ClassVar[bool] = True
     tolerance: float = 1e-3  # relative width of rho's bracket at which bisection stops
     max_steps: int = 40
+
+    def __post_init__(self) -> None:
+        apply_options(self)
 
     def remaining(self, snap: Snapshot) -> np.ndarray:
         out = []

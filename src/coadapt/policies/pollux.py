@@ -70,6 +70,7 @@ from coadapt.policies.estimates import (
     packed_nodes,
     start_slots,
 )
+from coadapt.policies.options import apply_options, with_options
 from coadapt.policies.placement import Pack, Placer
 from coadapt.policies.solve import min_sum_allocation
 
@@ -88,6 +89,11 @@ def power_cost(speedups: np.ndarray, p: float) -> np.ndarray:
 
 
 @register
+@with_options(
+    p="the power-mean exponent (none: --p, default -1; -0.5 Sia's, 1 the mean)",
+    adapt_batch="choose each job's batch size (false: its requested batch)",
+    adapt_workers="choose each job's slot count (false: its request or none)",
+    fairness="weight each job by rho_hat ** fairness (0 Pollux, 1 pollux-fair)")
 @dataclass
 class Pollux:
     config: PolicyConfig
@@ -99,6 +105,9 @@ class Pollux:
     placer: Placer = field(default_factory=Pack)
     uses_oracle: ClassVar[bool] = False
     _tables: dict[str, tuple[GoodputModel, np.ndarray]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        apply_options(self)
 
     def _max_slots(self, job: JobView, total: int) -> int:
         """Most slots a job can use: its limits, and at a fixed batch at least

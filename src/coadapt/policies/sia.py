@@ -72,6 +72,7 @@ from coadapt.policies.kind_placement import (
     config_of,
     place_jobs,
 )
+from coadapt.policies.options import apply_options, with_options
 from coadapt.world.cluster import Node
 
 
@@ -106,6 +107,12 @@ def restart_factor(job: JobView, delay: float) -> float:
 
 
 @register
+@with_options(
+    p="power on normalized goodput (Sia's fairness knob); must be < 0",
+    lambda_n="cost of leaving a job without a configuration; must be > 1",
+    clip="cap on value^p (the artifact's sia_goodput_clip_val)",
+    bootstrap_new="value a job with no model yet by the bootstrap on every kind (false: the "
+    "artifact's default, one slot of every kind, all of value 1)")
 @dataclass
 class Sia:
     config: PolicyConfig
@@ -123,6 +130,7 @@ class Sia:
     uses_oracle: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
+        apply_options(self)
         if not self.p < 0 or self.lambda_n <= 1:
             raise ValueError(f"sia: p={self.p}, lambda_n={self.lambda_n}: Sia minimizes "
                              "goodput^p with p < 0 and lambda_n > 1 (any configuration "

@@ -4,14 +4,15 @@ the files written at the end."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from coadapt.backends.modeled.job import check_observation_noise
 from coadapt.eventlog import read_events
 from coadapt.metrics import job_table, summarize
-from coadapt.policies.base import PolicyConfig
+from coadapt.policies.base import PolicyConfig, PolicyOptions
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.world import EFFICIENCY_TRUTHS, World, check_bootstrap_error
 
@@ -32,6 +33,10 @@ class RunSettings:
     # where the profile has them, else the gain formula ("formula": always the formula)
     preset: str | None = None  # the named option set these settings came from (runs.options)
     bootstrap_error: float = 0.0  # E: error of Sia's bootstrap shown to policies (World.kind_speed)
+    horizon: float | None = None  # simulated seconds before the engine gives up (None: its default)
+    policy_args: PolicyOptions = ()  # --policy-arg, typed per policy (policies.plugins.policy_options)
+    plugins: tuple[str, ...] = ()  # specs of the policies loaded from files or modules (a worker
+    # loads them; policies.plugins.plugin_specs)
 
     def __post_init__(self) -> None:
         check_observation_noise(self.observation_noise)
@@ -42,7 +47,17 @@ class RunSettings:
 
     def policy_config(self) -> PolicyConfig:
         return PolicyConfig(self.restart_delay, self.interval, self.p, self.start_node,
-                            self.tiresias_threshold)
+                            self.tiresias_threshold, options=self.policy_args,
+                            plugins=self.plugins)
+
+    def for_policies(self, names: Sequence[str], policy_args: Sequence[str] = ()) -> RunSettings:
+        """These settings for the chosen (resolved) policies ``names``: their
+        ``--policy-arg`` values typed and checked, and the specs a worker process
+        must load for the plugins among them; ValueError names a bad argument."""
+        from coadapt.policies.plugins import plugin_specs, policy_options
+
+        return replace(self, policy_args=policy_options(policy_args, names),
+                       plugins=plugin_specs(names))
 
     def describe(self) -> dict[str, Any]:
         """What goes into a log header."""
@@ -52,7 +67,11 @@ class RunSettings:
                 "start_node": self.start_node, "tiresias_threshold": self.tiresias_threshold,
                 "observation_noise": self.observation_noise,
                 "efficiency_truth": self.efficiency_truth, "preset": self.preset,
-                **({"bootstrap_error": self.bootstrap_error} if self.bootstrap_error else {})}
+                **({"bootstrap_error": self.bootstrap_error} if self.bootstrap_error else {}),
+                **({"horizon": self.horizon} if self.horizon is not None else {}),
+                **({"policy_args": {n: dict(kv) for n, kv in self.policy_args}}
+                   if self.policy_args else {}),
+                **({"plugins": list(self.plugins)} if self.plugins else {})}
 
     def kind_speed(self, world: World) -> dict[str, dict[str, float]]:
         """What policies are shown of the kinds: the world's bootstrap, off by

@@ -17,6 +17,7 @@ from coadapt.policies.replay import ReplayPolicy
 from coadapt.runs.fairness import append_fairness, yardstick_for
 from coadapt.runs.settings import RunSettings, write_results
 from coadapt.ui.progress import ProgressBar
+from coadapt.world.costs import calibration_provenance
 from coadapt.world.workload import Workload
 from coadapt.world.world import World
 
@@ -78,6 +79,7 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
                    **settings.describe(),
                    profiles={a: world.profiles[a].source for a in sorted(apps)},
                    live_costs=costs.meta.get("source") if costs is not None else None,
+                   calibration=calibration_provenance(costs),
                    replay_of=replay.source if replay is not None else None)
 
         def progress(done: int, total: int, now: float) -> None:
@@ -91,7 +93,8 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
                         settings.cluster, log, interval=settings.interval,
                         restart_delay=settings.restart_delay, on_progress=progress,
                         kind_speed=settings.kind_speed(world),
-                        restart_penalty=world.study.penalty_s if world.study else None)
+                        restart_penalty=world.study.penalty_s if world.study else None,
+                        horizon=settings.horizon)
         with threadpool_limits(1):  # tiny BLAS calls: extra threads only contend
             engine.run()
             if settings.fairness:  # the shared yardstick: the same for every policy

@@ -8,6 +8,7 @@ nothing more.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,10 +35,11 @@ class Network:
     source: str = "declared"
 
     def __post_init__(self) -> None:
-        if not self.bandwidth_gbps > 0 or not self.latency_us >= 0:
-            raise ValueError(f"network: bandwidth must be > 0 Gbit/s and latency >= 0 us "
+        if not 0 < self.bandwidth_gbps < math.inf or not 0 <= self.latency_us < math.inf:
+            raise ValueError(f"network: bandwidth must be > 0 Gbit/s (--bandwidth) and latency "
+                             f">= 0 us (--latency), both finite numbers "
                              f"(got {self.bandwidth_gbps}, {self.latency_us})")
-        if not self.overhead_us >= 0 or not 0 < self.efficiency <= 1.5:
+        if not 0 <= self.overhead_us < math.inf or not 0 < self.efficiency <= 1.5:
             raise ValueError(f"network: overhead must be >= 0 us and efficiency in (0, 1.5] "
                              f"(got {self.overhead_us}, {self.efficiency})")
 
@@ -63,6 +65,11 @@ class Network:
 
 
 DEFAULT_KIND = "default"
+MAX_NODES = 100_000
+"""The most nodes a cluster may have (``--cluster``): beyond it, building a
+placement or a round's snapshot takes longer than any run."""
+MAX_SLOTS_PER_NODE = 1_024
+"""The most slots one node may have."""
 _KIND = r"[A-Za-z][A-Za-z0-9_.-]*"
 _GROUP = re.compile(rf"(?:(\d+)x)?(\d+)(?::({_KIND}))?")
 
@@ -122,6 +129,12 @@ class NodeSlots:
     def slots_of_kind(self, kind: str) -> int:
         return sum(n.slots for n in self.nodes if n.kind == kind)
 
+    @property
+    def max_job_slots(self) -> int:
+        """The most slots one job can hold: a job runs on one kind at a time, so
+        the largest kind's (on a cluster of one kind, all of them)."""
+        return max(self.slots_of_kind(k) for k in self.kinds)
+
     def kind_of(self, allocation: tuple[int, ...]) -> str | None:
         """The kind of the nodes an allocation uses (None: no slots); a job runs
         on one kind at a time, so a mixed allocation is an error."""
@@ -148,10 +161,13 @@ class ClusterSpec(NodeSlots):
         object.__setattr__(self, "nodes", nodes)
         if not nodes:
             raise ValueError("a cluster needs at least one node")
+        if len(nodes) > MAX_NODES:
+            raise ValueError(f"a cluster of {len(nodes)} nodes; at most {MAX_NODES:,}")
         for i, n in enumerate(nodes):
-            if n.index != i or n.slots < 1 or not re.fullmatch(_KIND, n.kind):
+            if (n.index != i or not 1 <= n.slots <= MAX_SLOTS_PER_NODE
+                    or not re.fullmatch(_KIND, n.kind)):
                 raise ValueError(f"cluster node {i}: {n} (nodes are indexed 0.. in order, "
-                                 "have >= 1 slot and a kind that is a name)")
+                                 f"have 1 to {MAX_SLOTS_PER_NODE} slots and a kind that is a name)")
 
     def __str__(self) -> str:
         """``8x2`` or ``4,4,2`` as ever; with a kind other than the default, groups
@@ -172,17 +188,29 @@ class ClusterSpec(NodeSlots):
         ``2x4:fast`` (no kind: ``default``)."""
         net = network or Network()
         text = text.strip()
+        shown = text if len(text) <= 80 else text[:77] + "..."
         nodes: list[Node] = []
         for part in text.split(","):
             m = _GROUP.fullmatch(part)
             if m is None:
-                raise ValueError(f"--cluster {text!r}: expected NODESxSLOTS (e.g. 16x4) or a "
+                raise ValueError(f"--cluster {shown!r}: expected NODESxSLOTS (e.g. 16x4) or a "
                                  "list like 4,4,2, each optionally :KIND (e.g. 4x2:fast,4x2)")
-            count = int(m.group(1)) if m.group(1) is not None else 1
-            per = int(m.group(2))
+            count = _bounded(shown, m.group(1), MAX_NODES, "nodes") if m.group(1) is not None else 1
+            per = _bounded(shown, m.group(2), MAX_SLOTS_PER_NODE, "slots per node")
             if count < 1 or per < 1:
-                raise ValueError(f"--cluster {text!r}: nodes and slots must be >= 1"
+                raise ValueError(f"--cluster {shown!r}: nodes and slots must be >= 1"
                                  if m.group(1) is not None else
-                                 f"--cluster {text!r}: every node needs at least 1 slot")
+                                 f"--cluster {shown!r}: every node needs at least 1 slot")
+            if len(nodes) + count > MAX_NODES:
+                raise ValueError(f"--cluster {shown!r}: {len(nodes) + count:,} nodes or more; "
+                                 f"at most {MAX_NODES:,}")
             nodes += nodes_of([per] * count, m.group(3) or DEFAULT_KIND, start=len(nodes))
         return cls(tuple(nodes), net)
+
+
+def _bounded(text: str, digits: str, most: int, what: str) -> int:
+    """A count of ``--cluster``, refused above ``most`` (before any list is built)."""
+    if len(digits.lstrip("0")) > len(str(most)) or int(digits) > most:
+        raise ValueError(f"--cluster {text!r}: {digits[:20]}{'...' if len(digits) > 20 else ''} "
+                         f"{what}; at most {most:,}")
+    return int(digits)

@@ -12,12 +12,8 @@ charges them when it is given them, and nothing is hand-set.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.metadata
 import json
 import logging
-import os
-import platform
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -27,6 +23,13 @@ from typing import Any
 import polars as pl
 
 from coadapt.util.atomic import atomic_write_text
+from coadapt.world.calibration import (
+    calibration_line,
+    calibration_provenance,
+    describe_calibration,
+    machine_fingerprint,
+)
+from coadapt.world.names import CALIBRATIONS_DIR
 from coadapt.world.profiles.profile import AppProfile
 
 log = logging.getLogger(__name__)
@@ -34,30 +37,12 @@ log = logging.getLogger(__name__)
 COSTS_FILE = "live-costs.json"
 FORMAT = "coadapt-live-costs"
 VERSION = 2  # 2: machine fingerprint, per-type compute/sync factors; 1 still loads
-CALIBRATIONS_DIR = Path("out/calibrations")
+REFERENCE = ("reference", "profiles")  # --calibration names of the profiles folder's file
 
-
-def machine_fingerprint() -> dict[str, Any]:
-    """What makes step times comparable between two machines, read without
-    running anything: CPU model and flags, usable cores, kernel, torch."""
-    model, flags = "unknown", ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = value.strip()
-    except OSError:
-        pass
-    try:
-        torch = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch = None
-    fp = {"cpu_model": model, "flags": hashlib.sha1(flags.encode()).hexdigest()[:12],
-          "cores": len(os.sched_getaffinity(0)), "kernel": platform.release(), "torch": torch}
-    fp["id"] = hashlib.sha1(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
-    return fp
+__all__ = ["CALIBRATIONS_DIR", "COSTS_FILE", "REFERENCE", "CostError", "LiveCosts", "StepPoint",
+           "TypeCosts", "calibration_line", "calibration_provenance", "describe_calibration",
+           "machine_fingerprint", "previous_calibration", "refine_profiles", "resolve_costs",
+           "this_machines_calibration"]
 
 
 class CostError(ValueError):
@@ -126,6 +111,7 @@ class LiveCosts:
     speed: dict[str, float] = field(default_factory=dict)
     """Per type, profiled step times are scaled by this too (``scaled``)."""
     path: str | None = None  # the file it was loaded from (errors name it)
+    choice: str | None = None  # the --calibration that chose it (reference, this, a path...)
 
     @property
     def poll_lag(self) -> float:
@@ -197,7 +183,8 @@ class LiveCosts:
                 t.colocation if colocation or app not in per else {},
                 [StepPoint(p.workers, p.micro, p.step * f, p.sync * f, p.samples)
                  for p in t.steps], t.compute_factor * f, t.sync_factor * f, t.compute_spread)
-        return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per))
+        return LiveCosts(types, {**self.meta, "speed_factor": per}, dict(per), self.path,
+                         self.choice)
 
     def machine(self) -> dict[str, Any]:
         return dict(self.meta.get("machine") or {})
@@ -205,6 +192,11 @@ class LiveCosts:
     def is_this_machine(self) -> bool:
         """Same fingerprint as this machine (a v1 file has none: another machine)."""
         return self.machine().get("id") == machine_fingerprint()["id"]
+
+    def is_reference(self) -> bool:
+        """The shipped calibration of the named reference machine (its
+        ``meta.machine.reference``), which results default to."""
+        return self.machine().get("reference") is True
 
     def policy_restart_delay(self) -> float:
         """The restart delay a policy should assume: the median measured restart."""
@@ -298,44 +290,53 @@ def this_machines_calibration(root: Path = CALIBRATIONS_DIR) -> Path | None:
     return max(found)[1] if found else None
 
 
-def describe_calibration(costs: LiveCosts) -> str:
-    """Which machine a calibration describes, and whether it is this one."""
-    m = costs.machine()
-    date = costs.meta.get("date", "undated")
-    src = costs.meta.get("source", "?")
-    if not m:
-        return (f"{src} ({date}, host {costs.meta.get('host', '?')}, no fingerprint): ANOTHER "
-                "machine's; predictions may be off: run 'coadapt calibrate --quick'")
-    what = f"{src} ({date}, {m.get('cpu_model')}, {m.get('cores')} cores)"
-    if costs.is_this_machine():
-        return f"{what}: this machine"
-    return (f"{what}: ANOTHER machine's (this one: {machine_fingerprint()['cpu_model']}); "
-            "predictions may be off: run 'coadapt calibrate --quick'")
+def previous_calibration(profiles: str, root: Path = CALIBRATIONS_DIR
+                         ) -> tuple[str, dict[str, Any]] | None:
+    """What a new calibration of this machine replaces, as (label, JSON
+    document): this machine's newest in ``root``, else the profile folder's
+    reference; None if neither can be read."""
+    mine = this_machines_calibration(root)
+    folder = Path(profiles.partition(":")[2] if ":" in profiles else profiles)
+    path = mine if mine is not None else folder / COSTS_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    date = str((doc.get("meta") or {}).get("date") or "undated").replace("T", " ")[:16]
+    what = "this machine's previous calibration" if mine is not None else "the reference calibration"
+    return f"{what} ({path}, {date})", doc
 
 
-def resolve_costs(spec: str, profiles: str) -> LiveCosts | None:
-    """The machine calibration to charge (``--live-costs``/``--calibration``):
-    ``none``; ``profiles``: the profile folder's ``live-costs.json`` (measured
-    where the profiles were); ``this``: this machine's newest in
-    out/calibrations/; ``auto``: this machine's if there is one, else the
-    profiles' (warned: another machine); or a path (warned if another machine's)."""
+def resolve_costs(spec: str, profiles: str, root: Path = CALIBRATIONS_DIR) -> LiveCosts | None:
+    """The machine calibration to charge (``--calibration``): ``reference``
+    (alias ``profiles``): the profile folder's ``live-costs.json``, measured on
+    the named reference machine (None if the folder has none); ``this``: this
+    machine's newest in ``root`` (CostError if none); ``auto``: this machine's
+    if any, else the reference; ``none``; or a path. The result remembers
+    ``spec``. Another machine's file (not the reference) is logged at INFO."""
     folder = Path(profiles.partition(":")[2] if ":" in profiles else profiles)
     if spec == "none":
         return None
     if spec in ("this", "auto"):
-        mine = this_machines_calibration()
+        mine = this_machines_calibration(root)
         if mine is not None:
-            return LiveCosts.load(mine)
+            return dataclasses.replace(LiveCosts.load(mine), choice=spec)
         if spec == "this":
-            raise CostError(f"{CALIBRATIONS_DIR}: no calibration of this machine "
-                            f"({machine_fingerprint()['cpu_model']}); run "
-                            "'coadapt calibrate --quick' first")
+            raise CostError(f"--calibration this: no calibration of this machine "
+                            f"({machine_fingerprint()['cpu_model']}) in {root}/; run "
+                            "'coadapt calibrate --quick' first (about 3 minutes), or use "
+                            "--calibration reference")
+    if spec in (*REFERENCE, "auto"):
         path = folder / COSTS_FILE
         if not path.exists():
+            log.info("%s: no %s: no machine calibration (a fixed restart delay)", folder,
+                     COSTS_FILE)
             return None
     else:
-        path = folder / COSTS_FILE if spec == "profiles" else Path(spec)
-    costs = LiveCosts.load(path)
-    if not costs.is_this_machine():
-        log.warning("calibration %s", describe_calibration(costs))
+        path = Path(spec)
+    costs = dataclasses.replace(LiveCosts.load(path), choice=spec)
+    if not costs.is_this_machine() and not costs.is_reference():
+        log.info("calibration %s", describe_calibration(costs))
     return costs

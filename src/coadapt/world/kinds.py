@@ -27,9 +27,9 @@ from typing import Any
 
 from coadapt.util.atomic import atomic_write_text
 from coadapt.world.cluster import DEFAULT_KIND
+from coadapt.world.names import KIND_SPEEDS_FILE  # noqa: F401 (re-exported)
 
 KINDS_FORMAT = "coadapt-kind-speeds"
-KIND_SPEEDS_FILE = "kind-speeds.json"
 _FIELDS = {"description": str, "isa": str, "aten": str, "cpu_quota": float, "gpu": str}
 
 

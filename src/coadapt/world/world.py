@@ -24,11 +24,11 @@ from coadapt.world.cluster import ClusterSpec, packed_placement
 from coadapt.world.costs import LiveCosts, refine_profiles
 from coadapt.world.kinds import KindError, KindSpeeds
 from coadapt.world.limits import declared_limits
+from coadapt.world.names import EFFICIENCY_TRUTHS  # noqa: F401 (re-exported)
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.study import Study
 from coadapt.world.truth import ClusterTruth, ScaledTruth, StepTruth, efficiency_correction, true_gain
 
-EFFICIENCY_TRUTHS = ("curves", "formula")
 PLAIN_KINDS = ("default", "native")  # plain workers: the profiles as followed
 BOOTSTRAP_STREAM = 3  # the seed's stream for --bootstrap-error (workloads use 1 and 2)
 

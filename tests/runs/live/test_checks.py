@@ -54,7 +54,7 @@ def test_an_existing_run_is_not_overwritten(tmp_path, capsys):
 
 
 def test_resume_of_a_folder_without_a_run_exits_2(tmp_path, capsys):
-    code = main(["live", "--resume", str(tmp_path)])
+    code = main(["live", "--out", str(tmp_path), "--resume"])
     assert code == 2
     assert "live.json: not found" in capsys.readouterr().err
 
@@ -77,6 +77,6 @@ def test_a_calibration_without_a_workload_type_exits_2_before_claiming_anything(
     err = capsys.readouterr().err
     assert code == 2 and "no costs for cnn-mnist1d" in err and str(cal) in err
     assert not (tmp_path / "out").exists()
-    code = main(["simulate", "--workload", str(wl), "--live-costs", str(cal),
+    code = main(["simulate", "--workload", str(wl), "--calibration", str(cal),
                  "--out", str(tmp_path / "sim"), "--no-progress"])
     assert code == 2 and "no costs for cnn-mnist1d" in capsys.readouterr().err

@@ -136,7 +136,7 @@ def test_ctrl_c_checkpoints_stops_everything_and_resume_finishes(tmp_path):
         assert ck[-1]["reason"] == "preempted"
     t_cut = events[-1]["t"]
     time.sleep(3.0)
-    resumed = subprocess.run([sys.executable, "-m", "coadapt.cli", "live", "--resume", str(out),
+    resumed = subprocess.run([sys.executable, "-m", "coadapt.cli", "live", "--out", str(out), "--resume",
                               "--no-compare", "--no-status"], cwd=REPO, capture_output=True,
                              text=True, timeout=180)
     assert resumed.returncode == 0, resumed.stderr

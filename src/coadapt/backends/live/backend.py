@@ -23,6 +23,7 @@ from coadapt.jobs.launch import WorkerRecipe
 from coadapt.jobs.netns import Endpoint
 from coadapt.models.batching import JobLimits
 from coadapt.ui.status import StatusTable
+from coadapt.util.paths import inside
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.workload import JobSpec
 
@@ -106,7 +107,7 @@ class LiveBackend:
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> LiveJob:
         kinds = tuple(n.kind for n in self.cluster.nodes)
         job = LiveJob(JobRecord.new(spec, limits, now, kinds), self.services,
-                      self.out_dir / "jobs" / spec.name)
+                      inside(self.out_dir / "jobs", spec.name))
         self.jobs.append(job)
         return job
 

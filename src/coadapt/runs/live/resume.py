@@ -10,7 +10,7 @@ checkpoint. Jobs not yet submitted arrive at their submit times as usual.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from coadapt.backends.live.job import LiveJob
 from coadapt.engine.record import JobRecord
 from coadapt.eventlog import read_events
 from coadapt.models.batching import JobLimits
+from coadapt.util.paths import inside
 from coadapt.world.workload import Workload
 
 
@@ -62,9 +63,14 @@ def restore_jobs(state: ResumeState, backend: Any,
     for e in state.events:
         name, kind = e.get("job"), e["kind"]
         if kind == "submit":
-            spec = specs[name]
+            spec = specs.get(name)
+            if spec is None:
+                raise ResumeError(f"{state.out_dir / 'events.jsonl'}: job {name!r} was submitted "
+                                  f"but workload {state.workload.name} has no such job")
+            if "adjusted_replicas" in e:  # the engine ran it at what the cluster could hold
+                spec = replace(spec, num_replicas=int(e["adjusted_replicas"]))
             rec = JobRecord.new(spec, limits[spec.application], e["t"])
-            jobs[name] = LiveJob(rec, backend.services, state.out_dir / "jobs" / name)
+            jobs[name] = LiveJob(rec, backend.services, inside(state.out_dir / "jobs", name))
         elif kind == "allocate" and name in jobs:
             rec = jobs[name].record
             t0, r = held.get(name, (e["t"], 0))

@@ -186,7 +186,7 @@ def run_live(plan: LivePlan, resume: ResumeState | None = None,
         engine = Engine(wl, limits, backend, policy, s.cluster, elog, interval=s.interval,
                         restart_delay=s.restart_delay, env=env, round_info=backend.round_info,
                         first_round=0.0 if resume is not None else None,
-                        kind_speed=plan.settings.kind_speed(plan.world))
+                        kind_speed=plan.settings.kind_speed(plan.world), horizon=s.horizon)
         if resume is not None:
             jobs, holding = restore_jobs(resume, backend, limits)
             for job in jobs:

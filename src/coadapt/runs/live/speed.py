@@ -23,6 +23,7 @@ import polars as pl
 
 from coadapt.eventlog import read_events
 from coadapt.models.batching import step_with_accum
+from coadapt.util.paths import inside
 from coadapt.world.profiles.profile import AppProfile
 
 WARMUP = 3
@@ -34,7 +35,7 @@ def _steady_ratios(run_dir: Path, profiles: Mapping[str, AppProfile], apps: Mapp
     """(type, wall time, measured step / simulated step) of every steady step."""
     cache: dict[tuple[str, int, int, int], float] = {}
     for name, app in apps.items():
-        d = run_dir / "jobs" / name
+        d = inside(run_dir / "jobs", name)
         path = d / "events.jsonl"
         if not path.exists() or app not in profiles:
             continue

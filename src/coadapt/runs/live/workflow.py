@@ -12,6 +12,7 @@ policy that cannot continue), so nothing half-done is left to clean up.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -31,8 +32,9 @@ from coadapt.backends.live.kinds import (
 )
 from coadapt.backends.live.nodes import NetworkUnavailable, require_capability
 from coadapt.jobs.registry import JOB_TYPES
-from coadapt.policies import REGISTRY, policy_names
+from coadapt.policies import REGISTRY, policy_names, resolve_policies
 from coadapt.report.compare import write_comparison
+from coadapt.report.markdown import write_run_report
 from coadapt.report.table import format_table
 from coadapt.runs.live.checks import check_live_workload
 from coadapt.runs.live.judge import judge
@@ -47,7 +49,15 @@ from coadapt.tools.netbench.bench import BenchPlan, fit_table, run_netbench, sav
 from coadapt.ui.progress import ProgressBar
 from coadapt.util.atomic import atomic_write_text
 from coadapt.world.cluster import ClusterSpec
-from coadapt.world.costs import CostError, LiveCosts, describe_calibration, resolve_costs
+from coadapt.world.costs import (
+    REFERENCE,
+    CostError,
+    LiveCosts,
+    calibration_line,
+    calibration_provenance,
+    describe_calibration,
+    resolve_costs,
+)
 from coadapt.world.kinds import KindError, NodeKind, load_kinds
 from coadapt.world.profiles.network import load_network_calibration
 from coadapt.world.profiles.profile import AppProfile, ProfileError
@@ -59,10 +69,10 @@ log = logging.getLogger(__name__)
 
 RUN_FILE = "live.json"
 CALIBRATION_FILE = "calibration.json"
-RUN_KEYS = ("workload", "policy", "cluster", "bandwidth", "latency", "interval", "profiles",
-            "restart_delay", "new_jobs", "tiresias_threshold", "power", "seed", "targets",
-            "evals", "calibration", "preset", "efficiency_truth", "network", "net_calibration",
-            "kinds")
+RUN_KEYS = ("workload", "policy", "policy_arg", "baseline", "cluster", "bandwidth", "latency",
+            "interval", "profiles", "restart_delay", "new_jobs", "tiresias_threshold", "power",
+            "seed", "targets", "evals", "calibration", "preset", "efficiency_truth", "network",
+            "net_calibration", "kinds")
 """What live.json records of a run: enough for --resume to rebuild it."""
 
 # Input the run cannot use: reported as one error line, exit status 2.
@@ -130,6 +140,7 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
         if spec.get("network") == "emulated" and not invocation.resumed:
             _net_calibration(spec, out, cluster)
         world, settings = world_and_settings(spec, workload, profiles or {}, costs)
+        settings = settings.for_policies(names, spec.get("policy_arg") or ())
     except _REFUSED as exc:
         raise LiveRequestError(str(exc)) from exc
     if costs is None:
@@ -169,16 +180,17 @@ def _kinds(spec: Spec, cluster: ClusterSpec) -> dict[str, NodeKind]:
     return kinds
 
 
-def _policies(policy: str) -> list[str]:
-    """The policies to run: a comma list or 'all'; none that needs ground truth."""
-    usable = policy_names(variants=True, oracles=False)
-    names = policy_names(oracles=False) if policy == "all" else policy.split(",")
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise LiveRequestError(f"--policy: unknown policy {', '.join(unknown)}; "
-                               f"known: {', '.join(usable)} or 'all'")
-    oracles = [n for n in names if n not in usable]
+def _policies(policy: str | Sequence[str]) -> list[str]:
+    """The policies to run: names or plugin specs (a list, or a comma list as
+    live.json keeps them), 'all' among them; none that needs ground truth."""
+    given = policy.split(",") if isinstance(policy, str) else list(policy)
+    try:
+        names = resolve_policies(given, oracles=False)
+    except ValueError as exc:
+        raise LiveRequestError(str(exc).strip("'\"")) from exc
+    oracles = [n for n in names if REGISTRY[n].uses_oracle]
     if oracles:
+        usable = policy_names(variants=True, oracles=False)
         raise LiveRequestError(f"--policy: {', '.join(oracles)} needs ground truth, which a "
                                f"live run does not have; choose from {', '.join(usable)}")
     return names
@@ -186,10 +198,15 @@ def _policies(policy: str) -> list[str]:
 
 def _given_calibration(spec: Spec, workload: Workload) -> LiveCosts | None:
     """The calibration ``--calibration`` names (None: 'measure' or none), checked
-    to cover the workload's job types before anything is claimed or run."""
-    if spec.get("calibration", "measure") == "measure":
+    to cover the workload's job types before anything is claimed or run.
+    ``reference`` (or ``profiles``) is the profiles folder's, which must exist."""
+    choice = spec.get("calibration", "measure")
+    if choice == "measure":
         return None
-    costs = resolve_costs(spec["calibration"], spec["profiles"])
+    costs = resolve_costs(choice, spec["profiles"])
+    if costs is None and choice in REFERENCE:
+        raise CostError(f"--calibration {choice}: {spec['profiles']} has no live-costs.json; "
+                        "use --calibration measure (the default) or a calibration file")
     if costs is not None:
         costs.require({j.application for j in workload.jobs})
     return costs
@@ -215,7 +232,8 @@ def _calibration(spec: Spec, out: Path, workload: Workload, profiles: Profiles |
         if costs is not None:
             costs.save(path)
     if costs is not None:
-        sys.stdout.write(f"calibration: {describe_calibration(costs)}\n")
+        costs = dataclasses.replace(costs, choice=spec.get("calibration", "measure"))
+        sys.stdout.write(calibration_line(costs) + "\n")
     return costs
 
 
@@ -327,7 +345,8 @@ def _run_policies(names: Sequence[str], workload: Workload, world: World,
                 continue
         pred = predictions.get(name)
         header = {"calibration": None if costs is None else {
-                      "file": str(out / CALIBRATION_FILE), "about": describe_calibration(costs)},
+                      **(calibration_provenance(costs) or {}), "copy": str(out / CALIBRATION_FILE),
+                      "about": describe_calibration(costs)},
                   "prediction": None if pred is None else {"path": pred.path,
                                                            "digest": pred.digest}}
         summary = run_live(LivePlan(workload, name, settings, live, d, world, header,
@@ -337,13 +356,21 @@ def _run_policies(names: Sequence[str], workload: Workload, world: World,
             sys.stderr.write(f"interrupted; continue with: coadapt live --resume {out}\n")
             return EXIT_INTERRUPTED
     write_comparison(summaries, out)
+    baseline = spec.get("baseline") or "fixed"
     sys.stdout.write(format_table(summaries, f"LIVE: {workload.name} on {settings.cluster} "
-                                  f"({len(workload.jobs)} jobs, real processes)") + "\n")
+                                  f"({len(workload.jobs)} jobs, real processes)",
+                                  baseline=baseline, seed=spec.get("seed"),
+                                  calibration=calibration_line(costs)) + "\n")
     if compare and profiled and changed:
         log.warning("no comparison: --target/--eval-every changed the live jobs, the "
                     "profiles describe the registry's")
     elif compare and profiled:
         result = judge(names, world, workload, settings, out)
         sys.stdout.write("\n" + result.text + "\n")
-    sys.stdout.write(f"results in {out}/\n")
+    try:  # the run is done and its logs are safe: a report that fails is rebuilt later
+        report = write_run_report(out, baseline=baseline)
+    except (OSError, ValueError) as exc:
+        log.warning("report.md not written (%s); rebuild it with 'coadapt report %s'", exc, out)
+        report = None
+    sys.stdout.write(f"results in {out}/" + (f" (report: {report})" if report else "") + "\n")
     return 0

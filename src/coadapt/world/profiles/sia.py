@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
+from coadapt.world.names import SOSP23_CLUSTER  # noqa: F401 (re-exported)
 from coadapt.world.profiles.adaptdl import _SCHEMAS, load_adaptdl_app, read_table
 from coadapt.world.profiles.profile import AppProfile, ProfileError
 
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 # "The Sia study's setting") and the artifact it describes (siasosp23/artifacts,
 # sia-simulator/: sia.py get_restart_penalty, simulator_config.py SLOWDOWNS and
 # cluster_nnodes).
-SOSP23_CLUSTER = "6x4:aws,3x8:rtx,2x8:dgx-ext"
 # The policy's restart penalty S (seconds). ncf and gpt_pmp are not named in the
 # README; the artifact gives every model it does not name its default, 30 s.
 SOSP23_RESTART_S: dict[str, float] = {
