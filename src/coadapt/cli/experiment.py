@@ -67,13 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from coadapt.cli.runs import write_run_config
     from coadapt.experiment.grid import build_grid, unique
-    from coadapt.experiment.ray_pool import RayUnavailable
-    from coadapt.experiment.runner import CELLS_FILE, finished, run_grid
-    from coadapt.ui.progress import ProgressBar
+    from coadapt.experiment.runner import CELLS_FILE
+    from coadapt.util.lock import FolderBusy, own_folder
 
     try:
         plan = _plan(args)
@@ -88,6 +84,23 @@ def run(args: argparse.Namespace) -> int:
     noisy = bool(ctx.options.get("observation_noise") or ctx.options.get("bootstrap_error"))
     cells = build_grid(bandwidths, workloads, unique(policies), seeds,
                        {w: noisy or w not in ctx.workloads for w in workloads})
+    try:
+        with own_folder(out, "experiment"):  # a second run into OUT is refused, not mixed in
+            return _execute(args, ctx, out, cells, (workloads, policies, seeds, bandwidths))
+    except FolderBusy as exc:
+        return fail("experiment", str(exc))
+
+
+def _execute(args: argparse.Namespace, ctx, out: Path, cells: list, grid: tuple) -> int:
+    """Run the cells not yet done in OUT (held by this process), then file the results."""
+    import os
+
+    from coadapt.cli.runs import write_run_config
+    from coadapt.experiment.ray_pool import RayUnavailable
+    from coadapt.experiment.runner import finished, run_grid
+    from coadapt.ui.progress import ProgressBar
+
+    workloads, policies, seeds, bandwidths = grid
     done = finished(out, ctx.fingerprint) if args.resume else {}
     todo = [c for c in cells if c.key not in done]
     out.mkdir(parents=True, exist_ok=True)

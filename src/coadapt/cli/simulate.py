@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.runs.options import settings as run_settings
     from coadapt.runs.options import world_of
     from coadapt.runs.simulate import simulate_policy
+    from coadapt.util.lock import FolderBusy, own_folder
     from coadapt.world.costs import CostError, calibration_line, resolve_costs
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
@@ -124,13 +125,16 @@ def run(args: argparse.Namespace) -> int:
                                                 show_progress=not args.no_progress), args, names)
     except (ValueError, KeyError, ProfileError, WorkloadError, CostError) as exc:
         return fail("simulate", str(exc).strip("'\""))
-    out.mkdir(parents=True, exist_ok=True)
-    write_run_config(out, args, "simulate")
     kind = "replay" if args.replay else "simulation"
-    summaries = [simulate_policy(world, workload, name, settings, out / name,
-                                 replay=replays.get(name), kind=kind) for name in names]
-    write_comparison(summaries, out, plots=False)
-    report = _report(out, args)
+    try:
+        with own_folder(out, "simulate"):  # a second run into OUT is refused, not mixed in
+            write_run_config(out, args, "simulate")
+            summaries = [simulate_policy(world, workload, name, settings, out / name,
+                                         replay=replays.get(name), kind=kind) for name in names]
+            write_comparison(summaries, out, plots=False)
+            report = _report(out, args)
+    except FolderBusy as exc:
+        return fail("simulate", str(exc))
     preset = f", preset {args.preset}" if getattr(args, "preset", None) else ""
     sys.stdout.write(format_table(
         summaries, f"SIMULATED ({kind}): {workload.name} on {settings.cluster} ({len(workload.jobs)} "
