@@ -94,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
                          "(the old spelling still works for now)\n")
         args.out = args.resume
     args.resume = args.out if args.resume else None
-    args.policy = ",".join(args.policy)  # the run's record (live.json) keeps one string
     invocation = Invocation(resumed=bool(args.resume), status=not args.no_status,
                             compare=not args.no_compare,
                             observation_noise=getattr(args, "observation_noise", 0.0))
