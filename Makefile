@@ -25,7 +25,7 @@ LIVE_INTERVAL = $(call given,INTERVAL,15)
 LIVE_OUT      = $(call given,OUT,out/live)
 
 help:
-	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=8x2 INTERVAL=15 RESTART=seconds]"
+	@echo "make simulate [WORKLOAD=philly-small PROFILES=profiles POLICY=all CLUSTER=8x2 INTERVAL=15 RESTART=seconds OUT=out/sim] (replaces OUT)"
 	@echo "make live [WORKLOAD=live-mixed-5 POLICY=pollux|all CLUSTER=1x2 INTERVAL=15 OUT=out/live]"
 	@echo "make calibrate | make test | make profile [QUICK=1] [PROFILE_OUT=dir] | make report OUT=out/sim"
 	@echo "make lint | make bench-reference [REF=../shared/reference/adaptdl]"
@@ -63,7 +63,7 @@ test: $(TESTS)
 simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \
 		--policy $(POLICY) --cluster $(CLUSTER) --interval $(INTERVAL) \
-		$(if $(RESTART),--restart-delay $(RESTART)) --out $(OUT)
+		$(if $(RESTART),--restart-delay $(RESTART)) --out $(OUT) --force
 
 # Calibrate this machine (or CALIBRATION=file), write the prediction, run real processes
 # on this machine's cores, then compare with the prediction.
@@ -110,12 +110,12 @@ workloads: $(STAMP)
 
 # The scheduling study (simulated): every named CPU set x the five policies x SEEDS seeds.
 experiment: $(STAMP)
-	$(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --out $(EXP_OUT) \
+	$(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --out $(EXP_OUT) --resume \
 		$(if $(JOBS),--parallel $(JOBS))
 
 # The objective, priority and sensitivity studies (simulated; ~15 min on 2 cores),
 # each an experiment folder under out/study/ with its figure and table.
-STUDY    := $(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --no-progress
+STUDY    := $(VENV)/bin/coadapt experiment --seeds $(SEEDS) --profiles $(PROFILES) --no-progress --resume
 STUDY_MEASURED_RESTART ?= 3.08
 study: $(STAMP)
 	$(STUDY) --workloads cpu-load4,cpu-load8,cpu-burst --out out/study/pareto \

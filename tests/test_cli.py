@@ -137,9 +137,11 @@ def test_simulate_preset_and_labels_in_header(setup, capsys):
     assert h["interval"] == 30.0  # the flag wins over the preset's 60
     assert (h["restart_delay"], h["start_node"], h["tiresias_threshold"]) == (30.0, False, 57600)
     assert "preset osdi21" in capsys.readouterr().out
-    # a simulation's own folder is replaced without complaint
-    assert main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
-                 "--policy", "tiresias", "--cluster", "2x4", "--out", str(out),
-                 "--no-progress"]) == 0
+    # a simulation's folder is replaced only when asked: --force
+    again = ["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
+             "--policy", "tiresias", "--cluster", "2x4", "--out", str(out), "--no-progress"]
+    assert main(again) == 2
+    assert "holds an earlier run's results" in capsys.readouterr().err
+    assert main([*again, "--force"]) == 0
     h = _header(out / "tiresias" / "events.jsonl")
     assert h["interval"] == 15.0 and h["start_node"] is True

@@ -54,3 +54,39 @@ def test_report_help_ends_with_examples(capsys):
     text = capsys.readouterr().out
     assert "examples:" in text and text.rstrip().endswith("no figures")
     assert "coadapt report out/sim" in text
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("headerless", "fixed/events.jsonl:1: no header (the first event is a 'submit')"),
+    ("two-headers", "fixed/events.jsonl: holds 2 headers"),
+    ("empty", "fixed/events.jsonl: empty: no header and no events"),
+    ("other-workload", "its logs record different workloads (fixed: toy-wl, pollux: other"),
+])
+def test_report_refuses_logs_it_cannot_vouch_for(tmp_path, capsys, damage, message):
+    three_policies(tmp_path)
+    log = tmp_path / "fixed" / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    if damage == "headerless":
+        log.write_text("".join(lines[1:]))
+    elif damage == "two-headers":
+        log.write_text("".join(lines + lines))
+    elif damage == "empty":
+        log.write_text("")
+    else:
+        other = tmp_path / "pollux" / "events.jsonl"
+        other.write_text(other.read_text().replace('"workload":"toy-wl"', '"workload":"other"', 1))
+    assert main(["report", str(tmp_path), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coadapt report: error: ") and message in err, err
+
+
+def test_report_names_unfinished_policies(tmp_path, capsys):
+    three_policies(tmp_path)
+    log = tmp_path / "pollux" / "events.jsonl"  # killed before its end
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+    (tmp_path / ".partial" / "sia").mkdir(parents=True)  # killed in its first minutes
+    assert main(["report", str(tmp_path), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "unfinished: sia (in .partial/, not shown), pollux (unfinished)" in err
+    assert "**Unfinished:** sia (in .partial/, not shown), pollux (unfinished)" in (
+        tmp_path / "report.md").read_text()

@@ -56,3 +56,22 @@ def test_stale_temps_are_removed(tmp_path: Path) -> None:
     keep.write_bytes(b"x")
     assert remove_stale_temps(tmp_path) == [stale]
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "random", "not-a-dict"])
+def test_a_damaged_checkpoint_is_refused_naming_it(tmp_path: Path, damage: str, capsys) -> None:
+    from coadapt.jobs.checkpoint import CheckpointError, load_checkpoint
+    from coadapt.jobs.verify import main as verify_main
+
+    path = tmp_path / "ckpt.pt"
+    torch.save({"job_type": "mlp-mnist1d", "w": torch.zeros(1000)}, path)
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "random":
+        path.write_bytes(bytes(range(256)) * 20)
+    else:
+        torch.save([1, 2, 3], path)
+    with pytest.raises(CheckpointError, match=rf"^{path}: not a (readable|coadapt) checkpoint"):
+        load_checkpoint(tmp_path)
+    assert verify_main([str(tmp_path)]) == 2  # bad input, not "target not reached" (1)
+    assert capsys.readouterr().err.startswith(f"coadapt job verify: error: {path}: not a")

@@ -91,7 +91,7 @@ def test_a_bad_costs_file_names_the_file_and_field(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"format": "coadapt-live-costs", "version": 1,
                                 "types": {"toy": {"start": {"1": 1}}}}))
-    with pytest.raises(CostError, match=r"c.json: types.toy: bad or missing field"):
+    with pytest.raises(CostError, match=r"c.json: field 'types.toy.restart': missing"):
         LiveCosts.load(path)
     path.write_text("{not json")
     with pytest.raises(CostError, match=r"c.json:1: not JSON"):

@@ -125,6 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "which installs it)")
     except KeyboardInterrupt:
         return fail(args.command, "interrupted", code=130)
+    except BrokenPipeError:  # the reader went away (`coadapt ... | head`): the results are on disk
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     except (ValueError, OSError) as exc:  # bad input the command did not name itself
         if args.verbose >= 2:
             raise

@@ -92,12 +92,19 @@ def run(args: argparse.Namespace) -> int:
         quick_phases,
     )
     from coadapt.ui.progress import ProgressBar
+    from coadapt.util.outdir import check_out_file
     from coadapt.world.costs import (
         CALIBRATIONS_DIR,
         COSTS_FILE,
         machine_fingerprint,
         previous_calibration,
     )
+
+    if args.out:
+        try:
+            check_out_file(Path(args.out))
+        except ValueError as exc:
+            return fail("calibrate", str(exc))
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
 

@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="results of the live run of the same workload and settings")
     p.add_argument("--out", metavar="DIR", help="where to write the comparison (default: "
                    "LIVE/../compare-<kind>-<live name>; inside LIVE only with --into-live)")
+    p.add_argument("--force", action="store_true",
+                   help="write into --out even if it holds other files (an earlier comparison "
+                   "there is simply rewritten)")
     p.add_argument("--into-live", action="store_true",
                    help="write into the live folder, LIVE/compare/<kind>/ unless --out says "
                    "where in it")
@@ -69,13 +72,24 @@ def output_dir(live: Path, kind: str, out: str | None, into_live: bool) -> Path:
 def run(args: argparse.Namespace) -> int:
     from coadapt.report.simlive import CompareError, compare_dirs
     from coadapt.report.simlive_view import format_comparison, write_outputs
+    from coadapt.util.lock import own_folder
+    from coadapt.util.outdir import check_out_path, held_results
 
     try:
         result = compare_dirs(args.sim, args.live)
         out = output_dir(Path(args.live), result.kind, args.out, args.into_live)
+        check_out_path(out)
     except (CompareError, ValueError) as exc:
         return fail("compare", str(exc))
-    write_outputs(result, out, plots=not args.no_plots)
+    try:
+        with own_folder(out, "compare"):  # two comparisons into one folder: one is refused
+            stray = [n for n in held_results(out) if not n.startswith("sim_vs_live")]
+            if stray and not args.force:
+                raise ValueError(f"--out {out}: holds other files ({', '.join(stray[:4])}); "
+                                 "nothing was changed: add --force or choose another --out")
+            write_outputs(result, out, plots=not args.no_plots)
+    except ValueError as exc:
+        return fail("compare", str(exc))
     sys.stdout.write(format_comparison(result) + "\n")
     sys.stdout.write(f"{result.kind} vs live: results in {out}/\n")
     return 0

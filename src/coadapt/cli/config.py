@@ -23,7 +23,7 @@ from typing import Any
 NOT_IN_SPEC = frozenset({"config", "help"})
 """Options a spec file may not set: a spec does not include another."""
 
-WRITE_SKIP = ("func", "command", "verbose", "config", "no_progress", "resume")
+WRITE_SKIP = ("func", "command", "verbose", "config", "no_progress", "resume", "force")
 """Namespace entries ``write_config`` leaves out: how a run was driven, not what it computes."""
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from coadapt.cli.errors import fail
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
 Run the scheduling study: every policy on every workload set for several seeds
@@ -39,7 +42,14 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from coadapt.cli.vocab import add_calibration, add_config, add_parallel, add_policy, deprecated
+    from coadapt.cli.vocab import (
+        add_calibration,
+        add_config,
+        add_ownership,
+        add_parallel,
+        add_policy,
+        deprecated,
+    )
     from coadapt.runs.flags import add_options
 
     p = sub.add_parser("experiment", help="the scheduling study: policies x workload sets x "
@@ -58,36 +68,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray", metavar="ADDRESS|local", default=None,
                    help="run cells as Ray tasks on that cluster, or on a private local one "
                    "(needs the optional extra: pip install 'coadapt[ray]')")
-    p.add_argument("--out", default="out/experiment", help="output folder (default "
-                   "out/experiment)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep the finished cells in OUT that match these settings, run the rest")
+    add_ownership(p, "out/experiment", resume="keep the finished cells in OUT that match these "
+                  "settings, run the rest")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from coadapt.experiment.grid import build_grid, unique
-    from coadapt.experiment.runner import CELLS_FILE
-    from coadapt.util.lock import FolderBusy, own_folder
+    from coadapt.experiment.runner import CELL_SCRATCH
+    from coadapt.util.outdir import Ownership, check_out_path, claim
+    from coadapt.util.scratch import remove_stale
 
     try:
+        check_out_path(Path(args.out))
         plan = _plan(args)
     except (ValueError, KeyError, OSError) as exc:
         return fail("experiment", str(exc).strip("'\""))
     ctx, workloads, policies, seeds, bandwidths = plan
     out = Path(args.out)
-    if (out / CELLS_FILE).exists() and not args.resume:
-        return fail("experiment", f"{out} already holds results ({CELLS_FILE}); add --resume to continue "
-                     "them, or choose another --out")
     # then the seed draws the noise (or the bootstrap's error)
     noisy = bool(ctx.options.get("observation_noise") or ctx.options.get("bootstrap_error"))
     cells = build_grid(bandwidths, workloads, unique(policies), seeds,
                        {w: noisy or w not in ctx.workloads for w in workloads})
+    for left in remove_stale(CELL_SCRATCH):
+        log.info("removed %s, left by a killed cell", left)
     try:
-        with own_folder(out, "experiment"):  # a second run into OUT is refused, not mixed in
+        with claim(out, "experiment", Ownership.of(args)):  # locked; earlier results refused
             return _execute(args, ctx, out, cells, (workloads, policies, seeds, bandwidths))
-    except FolderBusy as exc:
+    except ValueError as exc:  # busy, or holds results
         return fail("experiment", str(exc))
 
 

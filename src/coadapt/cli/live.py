@@ -47,7 +47,7 @@ examples:
 def register(sub: argparse._SubParsersAction) -> None:
     import os
 
-    from coadapt.cli.vocab import add_calibration, add_policy
+    from coadapt.cli.vocab import add_calibration, add_ownership, add_policy
     from coadapt.runs.flags import add_options
 
     p = sub.add_parser("live", help="run a workload with real processes and compare with sim",
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profiles", default="profiles",
                    help="profiles folder: T_iso for fairness, ETAs, measured costs (live-costs.json) "
                    "and the comparison simulation (default profiles)")
-    p.add_argument("--out", default="out/live", help="output folder (default out/live)")
+    add_ownership(p, "out/live", resume=True)
     add_calibration(p, "measure", live=True)
     p.add_argument("--network", choices=("loopback", "emulated"), default="loopback",
                    help="between nodes: 'loopback' (default; every node on this machine's "

@@ -57,6 +57,8 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from coadapt.cli.vocab import add_ownership
+
     p = sub.add_parser("netbench", help="measure all-reduce between emulated nodes (network "
                        "calibration)", description=NETBENCH_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -64,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "# ~6 min: 2..8 nodes at 0.1, 1 Gbit/s and unshaped\n"
                        "  coadapt netbench --k 2,4 --bandwidth 1 --reps 3 --out out/netbench-quick\n"
                        "  coadapt netbench --refit --out out/netbench   # refit an earlier run\n")
-    p.add_argument("--out", default="out/netbench", help="output folder (default out/netbench)")
+    add_ownership(p, "out/netbench")
     p.add_argument("--k", type=_ks, default=(2, 3, 4, 5, 6, 7, 8), metavar="K[,...]",
                    help="processes (nodes) per round (default 2,...,8)")
     p.add_argument("--bandwidth", type=_bandwidths, default=(0.1, 1.0, None), metavar="GBIT_S",
@@ -90,23 +92,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_netbench_cmd(args: argparse.Namespace) -> int:
     from coadapt.backends.live.nodes import missing_capability
+    from coadapt.util.outdir import Ownership, check_out_path, claim
+
+    out = Path(args.out)
+    try:
+        check_out_path(out)
+        reason = None if args.refit else missing_capability()
+        if reason is not None:
+            raise ValueError(reason)
+        if args.refit and not (out / "netbench.csv").is_file():
+            raise ValueError(f"--refit: {out / 'netbench.csv'} not found; run 'coadapt netbench "
+                             f"--out {out}' first")
+        if args.reps < 3:
+            raise ValueError("--reps must be at least 3 (the median and spread need them)")
+        # --refit rewrites an earlier run's fit in place: it finishes that run
+        with claim(out, "netbench", Ownership(force=args.force, resume=args.refit)):
+            return _netbench(args, out)
+    except ValueError as exc:  # bad input, or OUT busy or holding results
+        return fail("netbench", str(exc))
+
+
+def _netbench(args: argparse.Namespace, out: Path) -> int:
     from coadapt.tools.netbench.bench import BenchPlan, fit_table, run_netbench, save
     from coadapt.tools.netbench.report import plot, summary_table, text_table
     from coadapt.ui.progress import ProgressBar
 
-    out = Path(args.out)
     t0 = time.monotonic()
     if args.refit:
         points = _points(out / "netbench.csv")
         if isinstance(points, str):
             return fail("netbench", points)
     else:
-        reason = missing_capability()
-        if reason is not None:
-            return fail("netbench", reason)
-        if args.reps < 3:
-            return fail("netbench", "--reps must be at least 3 (the median and spread need them)")
-        out.mkdir(parents=True, exist_ok=True)
         plan = BenchPlan(ks=args.k, bandwidths=args.bandwidth, reps=args.reps)
         bar = ProgressBar(total=plan.rounds(), label="netbench", unit="rounds")
         points = run_netbench(plan, out, tick=lambda note: bar.advance(1, note))

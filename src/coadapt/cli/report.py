@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from coadapt.report.compare import rebuild_results
     from coadapt.report.markdown import write_run_report
-    from coadapt.report.runlog import ReportError, require_runs, settings_of
+    from coadapt.report.runlog import ReportError, require_runs, settings_of, unfinished_runs
     from coadapt.report.table import format_table
 
     out = Path(args.out)
@@ -59,4 +59,10 @@ def run(args: argparse.Namespace) -> int:
                                   calibration=settings.calibration.line,
                                   seed=settings.seed) + "\n")
     sys.stdout.write(f"report: {report}\n")
+    left = unfinished_runs(out, runs)
+    if left:
+        shown = any(not x.endswith("not shown)") for x in left)
+        sys.stderr.write(f"coadapt report: note: unfinished: {', '.join(left)}"
+                         + ("; a row shown for one is partial" if shown else "")
+                         + "; finish with the run's command and --resume\n")
     return 0

@@ -38,3 +38,32 @@ def write_run_config(out: Path, args: argparse.Namespace, command: str) -> Path:
     path = out / "config.toml"
     write_config(path, args, subparser(build_parser([command]), command))
     return path
+
+
+def changed_settings(out: Path, args: argparse.Namespace, command: str) -> None:
+    """For ``--resume``: ValueError unless ``args`` resolve to the settings in
+    OUT/config.toml (the results kept and the ones added must be one run's)."""
+    import tomllib
+
+    from coadapt.cli import build_parser, subparser
+    from coadapt.cli.config import spec_of
+
+    path = out / "config.toml"
+    if not path.is_file():
+        if out.is_dir() and any(p.name != ".coadapt.lock" for p in out.iterdir()):
+            raise ValueError(f"--resume: {path} not found, so what {out} holds cannot be "
+                             f"checked to be this run's; use --force to replace it")
+        return  # nothing to resume: the run starts afresh
+    try:
+        before = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"--resume: {path}: unreadable ({exc}); use --force to replace "
+                         f"{out}") from exc
+    now = spec_of(args, subparser(build_parser([command]), command))
+    skip = {"out", "no-plots", "policy", "baseline"}  # adding a policy to a run is resuming it
+    diff = sorted(k for k in set(before) | set(now) if k not in skip and before.get(k) != now.get(k))
+    if diff:
+        shown = "; ".join(f"--{k}: {before.get(k, '(unset)')!r} there, {now.get(k, '(unset)')!r} "
+                          "now" for k in diff[:3])
+        raise ValueError(f"--resume: {out} was run with other settings ({shown}); resume with "
+                         f"'coadapt {command} --config {path} --resume', or use --force")

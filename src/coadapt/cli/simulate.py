@@ -6,7 +6,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from coadapt.cli.errors import fail
 
@@ -46,7 +48,7 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from coadapt.cli.vocab import add_calibration, add_config, add_policy
+    from coadapt.cli.vocab import add_calibration, add_config, add_ownership, add_policy
     from coadapt.runs.flags import add_options
 
     p = sub.add_parser("simulate", help="replay a workload under scheduling policies (simulated)",
@@ -61,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "for the Pollux reference GPU traces, sia:DIR for Sia's (default: profiles)")
     add_policy(p, ["all"])
     add_options(p)
-    p.add_argument("--out", default="out/sim", help="output folder (default out/sim)")
+    add_ownership(p, "out/sim", resume="finish the run in OUT: keep its complete policies, "
+                  "run the rest (the settings must be the ones in OUT/config.toml)")
     add_calibration(p, "reference")
     p.add_argument("--replay", metavar="DIR", default=None,
                    help="replay the allocations recorded in DIR/<policy>/events.jsonl (a live "
@@ -88,25 +91,26 @@ def holds_live_run(out: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coadapt.cli.runs import policy_names_of, policy_settings, write_run_config
+    from coadapt.cli.runs import changed_settings, policy_names_of, policy_settings, write_run_config
     from coadapt.policies.replay import ReplayPolicy
     from coadapt.report.compare import write_comparison
     from coadapt.report.table import format_table
     from coadapt.runs.options import settings as run_settings
     from coadapt.runs.options import world_of
     from coadapt.runs.simulate import simulate_policy
-    from coadapt.util.lock import FolderBusy, own_folder
+    from coadapt.util.outdir import Ownership, check_out_path, claim
     from coadapt.world.costs import CostError, calibration_line, resolve_costs
     from coadapt.world.profiles.profile import ProfileError
     from coadapt.world.profiles.sources import load_profiles
     from coadapt.world.workload import WorkloadError, load_workload
 
     out = Path(args.out)
-    live = holds_live_run(out)
+    live = None if args.force else holds_live_run(out)
     if live is not None:
         return fail("simulate", f"--out {out}: holds a live run ({live}); a simulation would overwrite it. "
                      f"Nothing was changed; choose another --out (e.g. {out.parent / 'sim'})")
-    try:
+    try:  # every option and input is checked before OUT is touched
+        check_out_path(out)
         names = policy_names_of(args.policy)
         if args.replay is not None:
             recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
@@ -118,23 +122,27 @@ def run(args: argparse.Namespace) -> int:
         costs = resolve_costs(args.calibration, args.profiles)
         if costs is not None:
             costs.require({j.application for j in workload.jobs})
-        replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl")
+        replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl", workload)
                    for n in names} if args.replay else {}
         world = world_of(args, profiles, costs)  # built once: every policy runs in it
         settings = policy_settings(run_settings(args, world, workload,
                                                 show_progress=not args.no_progress), args, names)
+        if args.resume:
+            changed_settings(out, args, "simulate")
     except (ValueError, KeyError, ProfileError, WorkloadError, CostError) as exc:
         return fail("simulate", str(exc).strip("'\""))
     kind = "replay" if args.replay else "simulation"
     try:
-        with own_folder(out, "simulate"):  # a second run into OUT is refused, not mixed in
+        with claim(out, "simulate", Ownership.of(args)):  # locked: a second run is refused
             write_run_config(out, args, "simulate")
-            summaries = [simulate_policy(world, workload, name, settings, out / name,
-                                         replay=replays.get(name), kind=kind) for name in names]
+            summaries, kept = _run_policies(names, out, args.resume, lambda name, tmp: simulate_policy(
+                world, workload, name, settings, tmp, replay=replays.get(name), kind=kind))
             write_comparison(summaries, out, plots=False)
             report = _report(out, args)
-    except FolderBusy as exc:
+    except ValueError as exc:  # the folder is busy or holds results
         return fail("simulate", str(exc))
+    if kept:
+        sys.stderr.write(f"simulate: --resume kept the finished {', '.join(kept)} in {out}\n")
     preset = f", preset {args.preset}" if getattr(args, "preset", None) else ""
     sys.stdout.write(format_table(
         summaries, f"SIMULATED ({kind}): {workload.name} on {settings.cluster} ({len(workload.jobs)} "
@@ -145,6 +153,25 @@ def run(args: argparse.Namespace) -> int:
                      f"{out / 'config.toml'})\n")
     logging.getLogger(__name__).info("summaries: %s", json.dumps(summaries))
     return 0
+
+
+def _run_policies(names: list[str], out: Path, resume: bool,
+                  simulate: Callable[[str, Path], dict[str, Any]]) -> tuple[list[dict], list[str]]:
+    """Each policy's summary, simulating into OUT/.partial/NAME and renamed to
+    OUT/NAME when it completes (a killed run leaves no half-written policy in
+    place); with ``resume``, a policy already complete in OUT is kept."""
+    from coadapt.util.outdir import staged
+
+    summaries, kept = [], []
+    for name in names:
+        done = out / name / "summary.json"
+        if resume and done.is_file():
+            summaries.append(json.loads(done.read_text()))
+            kept.append(name)
+            continue
+        with staged(out / name) as tmp:
+            summaries.append(simulate(name, tmp))
+    return summaries, kept
 
 
 def _report(out: Path, args: argparse.Namespace) -> Path:

@@ -1,7 +1,7 @@
 """The command line's shared vocabulary: one name for one thing in every command.
 
 ``--policy`` (repeatable, comma lists), ``--policy-arg``, ``--baseline``,
-``--calibration``, ``--parallel/-j``, ``--resume``, ``--config``; and old
+``--calibration``, ``--parallel/-j``, ``--out/--force/--resume``, ``--config``; and old
 spellings kept for now (:class:`Deprecated`) with a one-line notice. Standard
 library only: every ``--help`` stays instant.
 """
@@ -111,3 +111,20 @@ def add_config(p: argparse.ArgumentParser, command: str) -> None:
                    "\"pollux\"]); flags given as well win; the resolved settings are written "
                    f"to OUT/config.toml, and 'coadapt {command} --config OUT/config.toml' "
                    "reruns them (docs/spec-files.md)")
+
+
+def add_ownership(p: argparse.ArgumentParser, out_default: str | None, *,
+                  resume: str | bool | None = None) -> None:
+    """``--out`` with ``--force`` (and ``--resume`` when the command can finish
+    a run): the same three words wherever a command writes a folder. ``resume``
+    is its help; True where the command defines its own; None where it cannot
+    resume."""
+    shown = f" (default {out_default})" if out_default else ""
+    p.add_argument("--out", default=out_default, metavar="DIR",
+                   help=f"output folder{shown}; it must be new or empty: one that holds "
+                   "results is refused unless --force" + (" or --resume" if resume else ""))
+    p.add_argument("--force", action="store_true",
+                   help="replace what OUT holds (a coadapt run's folder only; files coadapt "
+                   "did not write are never deleted)")
+    if isinstance(resume, str):
+        p.add_argument("--resume", action="store_true", help=resume)

@@ -27,7 +27,7 @@ examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from coadapt.cli.vocab import add_calibration, deprecated
-    from coadapt.runs.flags import DEFAULT_CLUSTER, DEFAULT_SEED
+    from coadapt.runs.flags import DEFAULT_CLUSTER, DEFAULT_SEED, count, finite
 
     wl = sub.add_parser("workload", help="generate workload files",
                         description="Workload files (name,time,application,num_replicas,"
@@ -39,13 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--profiles", default="profiles",
                    help="profiles (DIR, cpu:DIR or adaptdl:DIR) giving the job types")
-    g.add_argument("--num-jobs", type=int, default=160, help="number of jobs (default 160)")
+    g.add_argument("--num-jobs", type=count(1, 1_000_000), default=160,
+                   help="number of jobs (default 160; at most a million)")
     deprecated(g, "--jobs", "--num-jobs")
     g.add_argument("--seed", type=int, default=DEFAULT_SEED,
                    help=f"random seed (default {DEFAULT_SEED})")
     g.add_argument("--philly", help="path to the Philly trace CSV (philly.csv)")
-    g.add_argument("--window", type=float, default=8.0,
-                   help="arrival window in hours without --philly (default 8)")
+    g.add_argument("--window", type=finite(0, 87_600, above=True), default=8.0,
+                   help="arrival window in hours without --philly (default 8; at most 10 years)")
     g.add_argument("--mix", default="small=0.78,medium=0.15,large=0.05,xlarge=0.02",
                    help="size-class fractions without --philly")
     g.add_argument("--classes", default=None,
@@ -84,9 +85,11 @@ simulator's truth on --cluster with its network (--bandwidth, --latency).
 
 
 def _network_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bandwidth", type=float, default=10.0, metavar="GBIT_S",
+    from coadapt.runs.flags import finite
+
+    p.add_argument("--bandwidth", type=finite(0, above=True), default=10.0, metavar="GBIT_S",
                    help="network between nodes the requests are tuned for (default 10)")
-    p.add_argument("--latency", type=float, default=50.0, metavar="US",
+    p.add_argument("--latency", type=finite(0), default=50.0, metavar="US",
                    help="per-hop network latency in microseconds (default 50)")
 
 
@@ -98,6 +101,25 @@ def _pairs(text: str, sep: str) -> dict[str, str]:
             raise ValueError(f"expected KEY=VALUE, got {part!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def _mix(text: str, classes: tuple[str, ...]) -> dict[str, float]:
+    """``--mix``: each class's fraction, finite and >= 0, not all 0."""
+    import math
+
+    mix = {}
+    for key, value in _pairs(text, ",").items():
+        if key not in classes:
+            raise ValueError(f"--mix: unknown class {key!r}; use {', '.join(classes)}")
+        try:
+            mix[key] = float(value)
+        except ValueError:
+            raise ValueError(f"--mix {key}={value}: expected a number") from None
+        if not math.isfinite(mix[key]) or mix[key] < 0:
+            raise ValueError(f"--mix {key}={value}: expected a finite fraction >= 0")
+    if not sum(mix.values()) > 0:
+        raise ValueError(f"--mix {text!r}: the fractions sum to 0; give one class a share")
+    return mix
 
 
 def _default_classes(types: set[str]) -> dict[str, tuple[str, ...]]:
@@ -129,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     from coadapt.world.world import World
 
     try:
+        if Path(args.out).is_dir():
+            raise ValueError(f"--out {args.out}: is a folder; give the CSV file to write, e.g. "
+                             f"{Path(args.out) / 'workload.csv'}")
         cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
         world = World.build(load_profiles(args.profiles), cluster)
         classes = ({k: tuple(v.split(",")) for k, v in _pairs(args.classes, ";").items()}
@@ -137,17 +162,18 @@ def run(args: argparse.Namespace) -> int:
         if args.philly:
             arrivals = philly_arrivals(Path(args.philly))
         else:
-            mix = {k: float(v) for k, v in _pairs(args.mix, ",").items()}
-            bad = set(mix) - set(CLASSES)
-            if bad:
-                raise ValueError(f"--mix: unknown class {', '.join(bad)}; use {CLASSES}")
+            mix = _mix(args.mix, CLASSES)
             arrivals = parametric_arrivals(args.num_jobs, args.window * 3600, mix, rng)
         rows = generate(arrivals, args.num_jobs, world, classes, rng)
     except (ValueError, ProfileError, OSError, KeyError) as exc:
         sys.stderr.write(f"coadapt workload generate: error: {exc}\n")
         return 2
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_workload(Path(args.out), rows)
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        write_workload(Path(args.out), rows)
+    except OSError as exc:
+        sys.stderr.write(f"coadapt workload generate: error: --out {args.out}: {exc.strerror}\n")
+        return 2
     sys.stdout.write(f"wrote {len(rows)} jobs to {args.out}\n")
     return 0
 

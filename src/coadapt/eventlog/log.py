@@ -137,3 +137,23 @@ def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
                 f"({SCHEMA_VERSION}); upgrade coadapt to read it"
             )
         yield event
+
+
+def run_header(events: list[dict[str, Any]], path: str | Path) -> dict[str, Any]:
+    """The header of one run's log ``events`` (read from ``path``); ValueError
+    naming the file when the log is empty, does not begin with its header (it
+    was cut: which run, workload and cluster it is, nobody can say), or holds
+    a second header (two runs appended into one file)."""
+    if not events:
+        raise ValueError(f"{path}: empty: no header and no events (the run stopped before it "
+                         "began); rerun it")
+    if events[0]["kind"] != "header":
+        raise ValueError(f"{path}:1: no header (the first event is a '{events[0]['kind']}'); "
+                         "a log without its header cannot say which run it records (workload, "
+                         "cluster, slots), so it is not read: was it cut or pasted together?")
+    extra = sum(1 for e in events[1:] if e["kind"] == "header")
+    if extra:
+        raise ValueError(f"{path}: holds {extra + 1} headers: the events of {extra + 1} runs "
+                         "appended into one file, which cannot be told apart; rerun into an "
+                         "empty --out")
+    return events[0]

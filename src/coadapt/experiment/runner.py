@@ -18,7 +18,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -29,6 +28,7 @@ from typing import Any
 
 from coadapt.experiment.grid import Cell, describe
 from coadapt.policies.base import PolicyOptions
+from coadapt.util.scratch import scratch_dir
 from coadapt.world.costs import LiveCosts
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.workload import Workload
@@ -37,6 +37,8 @@ from coadapt.world.world import World
 log = logging.getLogger(__name__)
 CELLS_FILE = "cells.jsonl"
 LOGS_DIR = "logs"
+CELL_SCRATCH = "coadapt-cell-"
+"""The prefix of a cell's scratch folder in the temp folder (util.scratch)."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,10 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     workload, load = workload_for(cell, ctx, world)
     settings = replace(run_settings(args, world, workload, show_progress=False),
                        policy_args=ctx.policy_args, plugins=ctx.plugins)  # make_policy loads them
-    with tempfile.TemporaryDirectory(prefix="coadapt-cell-") as tmp:
-        summary = simulate_policy(world, workload, cell.policy, settings, Path(tmp))
-        raw = (Path(tmp) / "events.jsonl").read_bytes()
-        extra = breakdown(list(read_events(Path(tmp) / "events.jsonl")))
+    with scratch_dir(CELL_SCRATCH) as tmp:  # a killed worker's is removed at the next start
+        summary = simulate_policy(world, workload, cell.policy, settings, tmp)
+        raw = (tmp / "events.jsonl").read_bytes()
+        extra = breakdown(list(read_events(tmp / "events.jsonl")))
     row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
            "tiresias_threshold": settings.tiresias_threshold,
            "restart_delay": settings.restart_delay, "fingerprint": ctx.fingerprint,

@@ -52,12 +52,30 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
         return json.load(fh)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read back (cut short, or not ours)."""
+
+
 def load_checkpoint(ckpt_dir: str | Path) -> dict[str, Any] | None:
-    """The training state in ``ckpt_dir``, or None when there is none yet."""
+    """The training state in ``ckpt_dir``, or None when there is none yet;
+    CheckpointError naming the file when it is not a readable checkpoint
+    (checkpoints are written atomically, so only a file changed by hand or
+    another program gets here)."""
     path = Path(ckpt_dir) / CKPT_FILE
     if not path.exists():
         return None
-    return torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError...
+        text = str(exc)
+        why = ("cut short: its zip archive has no end" if "central directory" in text
+               else "cut short" if isinstance(exc, EOFError)
+               else f"not a torch checkpoint of plain tensors ({type(exc).__name__})")
+        raise CheckpointError(f"{path}: not a readable checkpoint, {why}; it was changed or "
+                              "written by another program: rerun the job") from exc
+    if not isinstance(state, dict) or "job_type" not in state:
+        raise CheckpointError(f"{path}: not a coadapt checkpoint (no field 'job_type')")
+    return state
 
 
 def remove_stale_temps(ckpt_dir: str | Path) -> list[Path]:

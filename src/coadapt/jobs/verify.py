@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from coadapt.jobs.checkpoint import load_checkpoint
+from coadapt.jobs.checkpoint import CheckpointError, load_checkpoint
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the result as one JSON line")
     ap.add_argument("--target", type=float, default=None, help="override the target")
     args = ap.parse_args(argv)
-    res = verify(args.ckpt_dir, args.target)
+    try:
+        res = verify(args.ckpt_dir, args.target)
+    except CheckpointError as exc:  # exit 1 means "target not reached": bad input is 2
+        sys.stderr.write(f"coadapt job verify: error: {exc}\n")
+        return 2
     sys.stdout.write(json.dumps(asdict(res)) + "\n" if args.json else describe(res))
     return 0 if res.reached else 1
 

@@ -21,12 +21,15 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from coadapt.eventlog import read_events
+from coadapt.eventlog import read_events, run_header
 from coadapt.policies.base import Assignment, Decision, Snapshot
+
+if TYPE_CHECKING:
+    from coadapt.world.workload import Workload
 
 
 @dataclass
@@ -42,11 +45,25 @@ class ReplayPolicy:
     _last: dict[str, Assignment] = field(default_factory=dict)
 
     @classmethod
-    def from_log(cls, path: Path) -> ReplayPolicy:
+    def from_log(cls, path: Path, workload: Workload | None = None) -> ReplayPolicy:
+        """The recorded run of ``path``; ValueError when the log is empty, lacks
+        its header, or (given ``workload``) records another workload's jobs:
+        found before a round is simulated, not after hundreds."""
+        events = list(read_events(path))
+        header = run_header(events, path)
+        if workload is not None:
+            ours = {j.name for j in workload.jobs}
+            theirs = {e["job"] for e in events if e["kind"] == "submit"}
+            if not theirs or not theirs <= ours:
+                stray = sorted(theirs - ours)[:3]
+                raise ValueError(f"--replay {path}: records workload {header.get('workload')!r}"
+                                 f", not {workload.name!r} (" + (f"its jobs {', '.join(stray)} are "
+                                 "not in it" if stray else "no job was submitted") + "); replay "
+                                 "a run of the same workload")
         per_job: dict[str, tuple[list[float], list[Assignment]]] = defaultdict(lambda: ([], []))
         ends = {}
         script: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        for e in read_events(path):
+        for e in events:
             if e["kind"] == "complete":
                 ends[e["job"]] = float(e["t"])
             # in-place batch changes: live logs them as progress; a simulated job

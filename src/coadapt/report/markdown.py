@@ -24,6 +24,7 @@ from coadapt.report.runlog import (
     predictions,
     require_runs,
     settings_of,
+    unfinished_runs,
 )
 from coadapt.report.simlive_jobs import compare_policy
 from coadapt.report.table import markdown_grid, markdown_table, run_table, samples_line
@@ -50,6 +51,7 @@ def write_run_report(out: Path, *, baseline: str = "fixed", plots: bool = True) 
         figs = write_figures(runs, out / FIGURES_DIR, "LIVE" if live else "SIMULATED", unit,
                              predicted)
     text = run_report(runs, baseline, live=live, predicted=predicted,
+                      unfinished=unfinished_runs(out, runs),
                       figures=[(f.caption, f.path.relative_to(out).as_posix()) for f in figs])
     path = out / REPORT_FILE
     atomic_write_bytes(path, text.encode("utf-8"))
@@ -57,9 +59,10 @@ def write_run_report(out: Path, *, baseline: str = "fixed", plots: bool = True) 
 
 
 def run_report(runs: Sequence[RunLog], baseline: str, *, live: bool = False,
-               predicted: Sequence[RunLog] = (),
+               predicted: Sequence[RunLog] = (), unfinished: Sequence[str] = (),
                figures: Sequence[tuple[str, str]] = ()) -> str:
-    """The report's markdown; ``figures`` as (caption, path relative to the report)."""
+    """The report's markdown; ``figures`` as (caption, path relative to the
+    report); ``unfinished`` names the policies the run did not complete."""
     s = settings_of(list(runs))
     summaries = [r.summary for r in runs]
     first = runs[0].header if runs else {}
@@ -71,6 +74,10 @@ def run_report(runs: Sequence[RunLog], baseline: str, *, live: bool = False,
     lines = [f"# coadapt run report ({label}): {what}", "", _provenance(live, first), "",
              "## Results", "", *markdown_table(summaries, baseline), "",
              samples_line(s.seed, simulated=not live) + "."]
+    if unfinished:
+        lines += ["", f"**Unfinished:** {', '.join(unfinished)}. The run stopped before these "
+                  "ended: a row shown for one is partial. Finish them with the command's "
+                  "--resume."]
     if predicted:
         lines += ["", "## Predicted beside live", "", *_prediction(runs, predicted)]
     if figures:

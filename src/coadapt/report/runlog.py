@@ -17,9 +17,10 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.eventlog import read_events
+from coadapt.eventlog import read_events, run_header
 from coadapt.metrics import job_table, summarize, timeline
 from coadapt.report.order import ordered_policies
+from coadapt.util.outdir import PARTIAL, unfinished
 
 Event = dict[str, Any]
 LIVE_FILE = "live.json"  # a live run's record (runs.live.workflow.RUN_FILE)
@@ -60,18 +61,35 @@ class RunLog:
     def simulated(self) -> bool:
         return self.header.get("mode") == "simulate"
 
+    @cached_property
+    def state(self) -> str:
+        """'complete'; 'interrupted' (a live run stopped by a signal, which
+        --resume continues); or 'unfinished' (no end: killed, or still running)."""
+        ends = [e for e in self.events if e["kind"] == "end"]
+        if not ends:
+            return "unfinished"
+        return "interrupted" if ends[-1].get("interrupted") else "complete"
+
 
 def read_runs(root: Path, baseline: str | None = None) -> list[RunLog]:
     """The logs of ``root/<policy>/events.jsonl`` in table order (``baseline``
-    first); ReportError when there are none, or one is unreadable (naming the
-    file and line)."""
+    first); ReportError when one is unreadable (naming the file and line) or
+    lacks its header, or when they record different workloads."""
     paths = {p.parent.name: p for p in root.glob("*/events.jsonl")}
     runs = []
     for name in ordered_policies(paths, baseline):
         try:
-            runs.append(RunLog(name, paths[name], list(read_events(paths[name]))))
+            events = list(read_events(paths[name]))
+            run_header(events, paths[name])
         except (OSError, ValueError) as exc:
             raise ReportError(str(exc)) from exc
+        runs.append(RunLog(name, paths[name], events))
+    workloads = {r.policy: r.header.get("workload") for r in runs}
+    if len(set(workloads.values())) > 1:
+        raise ReportError(f"{root}: its logs record different workloads ("
+                          + ", ".join(f"{p}: {w}" for p, w in workloads.items())
+                          + "); one report is of one run: remove the strays or report each "
+                          "run from its own folder")
     return runs
 
 
@@ -81,9 +99,20 @@ def require_runs(out: Path, baseline: str | None = None) -> list[RunLog]:
         raise ReportError(f"{out}: not a folder")
     runs = read_runs(out, baseline)
     if not runs:
-        raise ReportError(f"{out}: no <policy>/events.jsonl below it; run 'coadapt simulate "
+        left = unfinished(out)
+        why = (f" (unfinished: {', '.join(left)} in {out / PARTIAL}; finish them with --resume)"
+               if left else "")
+        raise ReportError(f"{out}: no <policy>/events.jsonl below it{why}; run 'coadapt simulate "
                           "--out DIR' (or 'coadapt live --out DIR') first")
     return runs
+
+
+def unfinished_runs(out: Path, runs: list[RunLog]) -> list[str]:
+    """What a report must say is missing or partial: policies a killed run left
+    in OUT/.partial (not shown), and logs that did not reach their end."""
+    left = [f"{n} (in {PARTIAL}/, not shown)" for n in unfinished(out)
+            if n not in {r.policy for r in runs}]
+    return left + [f"{r.policy} ({r.state})" for r in runs if r.state != "complete"]
 
 
 def predictions(out: Path, baseline: str | None = None) -> list[RunLog]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coadapt.eventlog import read_events
+from coadapt.eventlog import read_events, run_header
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,9 @@ def load_results(root: str | Path) -> dict[str, list[Event]]:
             raise CompareError(str(exc)) from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise CompareError(f"{path}: cannot read ({exc})") from exc
-        if not events or events[0].get("kind") != "header":
-            raise CompareError(f"{path}:1: first event is not a header; not a coadapt run log")
+        try:
+            run_header(events, path)
+        except ValueError as exc:
+            raise CompareError(str(exc)) from exc
         out[path.parent.name] = events
     return out

@@ -107,6 +107,22 @@ def finite(lo: float = -math.inf, hi: float = math.inf, *,
     return number
 
 
+def count(lo: int = 1, hi: int = 10**9) -> Callable[[str], int]:
+    """An argparse type: a whole number in [lo, hi] (exit 2 at the parser otherwise)."""
+
+    def number(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= {lo} and "
+                                             f"<= {hi:,}")
+        return n
+
+    return number
+
+
 def _bandwidths(text: str) -> list[float]:
     try:
         values = [float(x) for x in text.split(",") if x.strip()]

@@ -15,6 +15,7 @@ workload can be made without shipping any trace.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from coadapt.models.batching import JobLimits
+from coadapt.util.atomic import atomic_write_bytes
 from coadapt.world.profiles.profile import AppProfile
 from coadapt.world.world import World
 
@@ -159,12 +161,14 @@ def generate(arrivals: list[Arrival], n: int, world: World,
 
 
 def write_workload(path: Path, rows: list[Row], weights: list[float] | None = None) -> None:
-    """The AdaptDL CSV; a ``weight`` column only when some job's weight is not 1."""
+    """The AdaptDL CSV, written atomically (a killed run leaves the old file or
+    the new one); a ``weight`` column only when some job's weight is not 1."""
     path.parent.mkdir(parents=True, exist_ok=True)
     weighted = weights is not None and any(w != 1.0 for w in weights)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["name", "time", "application", "num_replicas", "batch_size",
-                    *(["weight"] if weighted else [])])
-        for i, (name, t, app, r, b) in enumerate(rows):
-            w.writerow([name, int(t), app, r, b, *([f"{weights[i]:g}"] if weighted else [])])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["name", "time", "application", "num_replicas", "batch_size",
+                *(["weight"] if weighted else [])])
+    for i, (name, t, app, r, b) in enumerate(rows):
+        w.writerow([name, int(t), app, r, b, *([f"{weights[i]:g}"] if weighted else [])])
+    atomic_write_bytes(path, buf.getvalue().encode("utf-8"))

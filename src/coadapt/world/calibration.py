@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from coadapt.world.names import CALIBRATIONS_DIR
+
 
 class Calibrated(Protocol):
     """What is read here of a :class:`coadapt.world.costs.LiveCosts` (a
@@ -84,7 +86,9 @@ def _when(costs: Calibrated, minutes: bool) -> str:
 def _details(costs: Calibrated) -> str:
     """The CPU (or host) and cores a calibration's machine had."""
     m = costs.machine()
-    cores = m.get("cores") or len(costs.meta.get("cores") or []) or "?"
+    cores = m.get("cores") or costs.meta.get("cores") or "?"
+    if isinstance(cores, list | tuple | dict):  # meta's: the cores it ran on
+        cores = len(cores)
     if m.get("cpu_model"):
         return f"{m['cpu_model']}, {cores} cores"
     return f"host {m.get('host') or costs.meta.get('host', '?')}, {cores} cores"
@@ -133,6 +137,27 @@ def describe_calibration(costs: Calibrated) -> str:
     ref = " (the shipped reference)" if costs.is_reference() else ""
     return (f"{what}: ANOTHER machine's{ref} (this one: {machine_fingerprint()['cpu_model']}); "
             "predictions may be off: run 'coadapt calibrate --quick'")
+
+
+def this_machines_calibration(root: Path = CALIBRATIONS_DIR) -> Path | None:
+    """The newest calibration in ``root`` whose fingerprint is this machine's."""
+    me = machine_fingerprint()["id"]
+    found = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
+        meta = read_json_object(path).get("meta")
+        machine = meta.get("machine") if isinstance(meta, dict) else None
+        if isinstance(machine, dict) and machine.get("id") == me:
+            found.append((str(meta.get("date") or ""), path))
+    return max(found)[1] if found else None
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or {} if it cannot be read as one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 # ------------------------------------------------------------------ what changed

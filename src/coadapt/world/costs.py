@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,10 @@ from coadapt.world.calibration import (
     calibration_provenance,
     describe_calibration,
     machine_fingerprint,
+    read_json_object,
+    this_machines_calibration,
 )
+from coadapt.world.checks import count, mapping, number, parse_json, read_text, shown
 from coadapt.world.names import CALIBRATIONS_DIR
 from coadapt.world.profiles.profile import AppProfile
 
@@ -209,36 +213,92 @@ class LiveCosts:
 
     @classmethod
     def load(cls, path: Path) -> LiveCosts:
-        try:
-            doc = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise CostError(f"{path}: not found; run 'coadapt calibrate' to measure it") from None
-        except json.JSONDecodeError as exc:
-            raise CostError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-        if doc.get("format") != FORMAT or doc.get("version") not in (1, VERSION):
+        """Read and check a costs file: any content either loads or raises
+        CostError naming the file (and line, or field)."""
+        text = read_text(path, CostError, "a live-costs JSON file (e.g. profiles/live-costs.json)",
+                         "not found; run 'coadapt calibrate' to measure it")
+        doc = parse_json(path, text, CostError)
+        if not isinstance(doc, dict):
+            raise CostError(f"{path}: expected a JSON object, got {type(doc).__name__}")
+        if doc.get("format") != FORMAT or doc.get("version") not in (1, VERSION) \
+                or isinstance(doc.get("version"), bool):
             raise CostError(f"{path}: field 'format' is not {FORMAT} v1 or v{VERSION}")
-        types = {}
-        for app, t in doc.get("types", {}).items():
-            try:
-                types[app] = TypeCosts(
-                    start={int(k): float(v) for k, v in t["start"].items()},
-                    restart={int(k): float(v) for k, v in t["restart"].items()},
-                    eval={int(k): float(v) for k, v in t["eval"].items()},
-                    verify=float(t["verify"]),
-                    colocation={str(k): float(v) for k, v in t.get("colocation", {}).items()},
-                    steps=[StepPoint(int(p["workers"]), int(p["local_bsz"]), float(p["step"]),
-                                     float(p["sync"]), int(p.get("samples", 0)))
-                           for p in t.get("steps", [])],
-                    compute_factor=float(t.get("compute_factor", 1.0)),
-                    sync_factor=float(t.get("sync_factor", 1.0)),
-                    compute_spread=(None if t.get("compute_spread") is None
-                                    else float(t["compute_spread"])))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CostError(f"{path}: types.{app}: bad or missing field ({exc})") from None
-            if not (types[app].start and types[app].restart and types[app].eval):
-                raise CostError(f"{path}: types.{app}: start, restart and eval need at least "
-                                "one worker count")
-        return cls(types, doc.get("meta", {}), path=str(path))
+        meta = _meta(path, doc.get("meta", {}))
+        if "types" not in doc:
+            raise CostError(f"{path}: field 'types': missing")
+        raw = mapping(doc["types"], f"{path}: field 'types'", CostError, empty=False)
+        types = {str(app): _type_costs(path, app, t) for app, t in raw.items()}
+        return cls(types, meta, path=str(path))
+
+
+_WORKERS = re.compile(r"[1-9][0-9]{0,8}")
+
+
+def _meta(path: Path, meta: Any) -> dict[str, Any]:
+    """The ``meta`` object, its fields that are read checked."""
+    meta = mapping(meta, f"{path}: field 'meta'", CostError)
+    for key in ("live_poll_s", "poll_s"):
+        if key in meta:
+            number(meta[key], f"{path}: field 'meta.{key}'", CostError)
+    if meta.get("machine") is not None:
+        mapping(meta["machine"], f"{path}: field 'meta.machine'", CostError)
+    return meta
+
+
+def _by_workers_table(path: Path, at: str, t: dict[str, Any], key: str) -> dict[int, float]:
+    where = f"{at}.{key}"
+    if key not in t:
+        raise CostError(f"{path}: field '{where}': missing")
+    table = mapping(t[key], f"{path}: field '{where}'", CostError, empty=False)
+    out = {}
+    for k, v in table.items():
+        if not _WORKERS.fullmatch(str(k)):
+            raise CostError(f"{path}: field '{where}': key {shown(k)} is not a worker count")
+        out[int(k)] = number(v, f"{path}: field '{where}.{k}'", CostError)
+    return out
+
+
+def _type_costs(path: Path, app: str, t: Any) -> TypeCosts:
+    """One job type's entry of ``types``, every value checked."""
+    at = f"types.{app}"
+    t = mapping(t, f"{path}: field '{at}'", CostError)
+
+    def num(key: str, default: float | None = None, **how: Any) -> float:
+        if key not in t and default is not None:
+            return default
+        if key not in t:
+            raise CostError(f"{path}: field '{at}.{key}': missing")
+        return number(t[key], f"{path}: field '{at}.{key}'", CostError, **how)
+
+    colocation = mapping(t.get("colocation", {}), f"{path}: field '{at}.colocation'", CostError)
+    steps = t.get("steps", [])
+    if not isinstance(steps, list):
+        raise CostError(f"{path}: field '{at}.steps': expected a list, got {shown(steps)}")
+    points = []
+    for i, p in enumerate(steps):
+        w = f"{path}: field '{at}.steps[{i}]"
+        p = mapping(p, w + "'", CostError)
+        for key in ("workers", "local_bsz", "step", "sync"):
+            if key not in p:
+                raise CostError(f"{w}.{key}': missing")
+        points.append(StepPoint(
+            count(p["workers"], w + ".workers'", CostError),
+            count(p["local_bsz"], w + ".local_bsz'", CostError),
+            number(p["step"], w + ".step'", CostError, positive=True),
+            number(p["sync"], w + ".sync'", CostError),
+            count(p.get("samples", 0), w + ".samples'", CostError, minimum=0)))
+    spread = t.get("compute_spread")
+    return TypeCosts(
+        start=_by_workers_table(path, at, t, "start"),
+        restart=_by_workers_table(path, at, t, "restart"),
+        eval=_by_workers_table(path, at, t, "eval"),
+        verify=num("verify"),
+        colocation={str(k): number(v, f"{path}: field '{at}.colocation.{k}'", CostError,
+                                   positive=True) for k, v in colocation.items()},
+        steps=points,
+        compute_factor=num("compute_factor", 1.0, positive=True),
+        sync_factor=num("sync_factor", 1.0, positive=True),
+        compute_spread=None if spread is None else num("compute_spread"))
 
 
 def refine_profiles(profiles: Mapping[str, AppProfile],
@@ -276,20 +336,6 @@ def refine_profiles(profiles: Mapping[str, AppProfile],
     return out
 
 
-def this_machines_calibration(root: Path = CALIBRATIONS_DIR) -> Path | None:
-    """The newest calibration in ``root`` whose fingerprint is this machine's."""
-    me = machine_fingerprint()["id"]
-    found = []
-    for path in sorted(root.glob("*.json")) if root.is_dir() else []:
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if (doc.get("meta", {}).get("machine") or {}).get("id") == me:
-            found.append((doc["meta"].get("date", ""), path))
-    return max(found)[1] if found else None
-
-
 def previous_calibration(profiles: str, root: Path = CALIBRATIONS_DIR
                          ) -> tuple[str, dict[str, Any]] | None:
     """What a new calibration of this machine replaces, as (label, JSON
@@ -299,12 +345,11 @@ def previous_calibration(profiles: str, root: Path = CALIBRATIONS_DIR
     folder = Path(profiles.partition(":")[2] if ":" in profiles else profiles)
     path = mine if mine is not None else folder / COSTS_FILE
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        LiveCosts.load(path)  # a document calibration_changes can read
+    except CostError:
         return None
-    if not isinstance(doc, dict):
-        return None
-    date = str((doc.get("meta") or {}).get("date") or "undated").replace("T", " ")[:16]
+    doc = read_json_object(path)
+    date = str(doc.get("meta", {}).get("date") or "undated").replace("T", " ")[:16]
     what = "this machine's previous calibration" if mine is not None else "the reference calibration"
     return f"{what} ({path}, {date})", doc
 

@@ -48,6 +48,8 @@ from coadapt.tools.measure.calibrate import quick_calibration, quick_phases
 from coadapt.tools.netbench.bench import BenchPlan, fit_table, run_netbench, save
 from coadapt.ui.progress import ProgressBar
 from coadapt.util.atomic import atomic_write_text
+from coadapt.util.lock import FolderBusy
+from coadapt.util.outdir import FolderHeld, Ownership, check_out_path, claim
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.costs import (
     REFERENCE,
@@ -122,20 +124,36 @@ def run_workflow(spec: Spec, invocation: Invocation) -> int:
             "and 'coadapt experiment' (use 0 or leave it out)")
     names = _policies(spec["policy"])
     _remove_leftovers()
-    try:
+    ownership = Ownership(force=bool(spec.get("force")), resume=invocation.resumed)
+    try:  # every option and input is checked before OUT is claimed or anything measured
         workload = load_workload(spec["workload"], set(JOB_TYPES))
         profiles = _profiles(spec["profiles"])
         out = Path(spec["out"])
-        # Checked before anything is measured: a bad cluster fails in a second.
-        cluster = world_and_settings(spec, workload, {}, None)[1].cluster
+        check_out_path(out)
+        cluster = world_and_settings(spec, workload, {}, None)[1].for_policies(
+            names, spec.get("policy_arg") or ()).cluster
         check_cluster(cluster)
         check_live_workload(workload, cluster)
         kinds = _kinds(spec, cluster)
         if spec.get("network") == "emulated":
             require_capability()
         given = None if invocation.resumed else _given_calibration(spec, workload)
+    except _REFUSED as exc:
+        raise LiveRequestError(str(exc)) from exc
+    try:
+        with claim(out, "live", ownership):  # locked for the run: a second one is refused
+            return _claimed(spec, invocation, names, workload, profiles, out, cluster, kinds, given)
+    except (FolderBusy, FolderHeld) as exc:
+        raise LiveRequestError(str(exc)) from exc
+
+
+def _claimed(spec: Spec, invocation: Invocation, names: list[str], workload: Workload,
+             profiles: Profiles | None, out: Path, cluster: ClusterSpec,
+             kinds: dict[str, NodeKind], given: LiveCosts | None) -> int:
+    """The run once OUT is this process's: record it, calibrate, run the policies."""
+    try:
         if not invocation.resumed:
-            _claim(out, spec)
+            _record(out / RUN_FILE, spec)
         costs = _calibration(spec, out, workload, profiles, given, resumed=invocation.resumed)
         if spec.get("network") == "emulated" and not invocation.resumed:
             _net_calibration(spec, out, cluster)
@@ -296,16 +314,6 @@ def _resume_spec(out: Path) -> Spec:
 def _record(path: Path, spec: Spec) -> None:
     """Write the spec's RUN_KEYS to ``path`` (live.json), atomically."""
     atomic_write_text(path, json.dumps({k: spec.get(k) for k in RUN_KEYS}, indent=1) + "\n")
-
-
-def _claim(out: Path, spec: Spec) -> None:
-    """Record the invocation (for --resume); refuse a folder that holds a run."""
-    path = out / RUN_FILE
-    if path.exists():
-        raise AlreadyRun(f"{out}: holds a live run already; continue it with "
-                         f"'coadapt live --resume {out}' or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    _record(path, spec)
 
 
 def _profiles(spec: str) -> dict[str, AppProfile] | None:

@@ -209,7 +209,8 @@ def measure_type(app: str, root: Path, s: CalibrationSettings,
     _train([(fresh, _launch(fresh, 2, 2 * m0, every, s.cores, resume=False))], 1.0)
     seg = segments(fresh.events)[0]
     start[2].append(first_step_wall(seg, fresh.wall0()) - t_launch - steady(seg))
-    med = {name: {k: statistics.median(v) for k, v in d.items() if v}
+    # a cost is a time less one steady step: noise can take it just below 0, which means 0
+    med = {name: {k: max(statistics.median(v), 0.0) for k, v in d.items() if v}
            for name, d in (("start", start), ("restart", restart), ("eval", evals))}
     costs = TypeCosts(start=med["start"], restart=med["restart"], eval=med["eval"],
                       verify=statistics.median(verify), steps=merge_points(points))

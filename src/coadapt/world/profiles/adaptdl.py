@@ -13,6 +13,7 @@ import polars as pl
 
 from coadapt.models.batching import JobLimits
 from coadapt.world.profiles.profile import AppProfile, ProfileError
+from coadapt.world.profiles.tables import read_csv_checked
 
 # Completion epochs and micro-batch overrides of the reference simulator.
 EPOCHS = {"bert": 2, "cifar10": 100, "ncf": 10, "imagenet": 90, "deepspeech2": 80, "yolov3": 50}
@@ -32,35 +33,17 @@ _SCHEMAS = {
 
 def read_table(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Read a CSV and check it; errors name file, line and field."""
-    if not path.is_file():
+    if not path.exists():
         raise ProfileError(f"{path}: file not found (expected columns {', '.join(schema)})")
-    df = pl.read_csv(path, infer_schema=False)
-    missing = [c for c in schema if c not in df.columns]
-    if missing:
-        raise ProfileError(f"{path}:1: missing column(s) {', '.join(missing)}")
-    df = df.select(list(schema))
-    for col, dtype in schema.items():
-        cast = df[col].cast(dtype, strict=False)
-        bad = (cast.is_null() | (cast.is_nan() if dtype == pl.Float64 else cast.is_null()))
-        if dtype == pl.Float64:
-            bad = bad | (cast < 0)
-        if bad.any():
-            i = int(bad.arg_max())
-            raise ProfileError(
-                f"{path}:{i + 2}: field '{col}' has invalid value {df[col][i]!r} "
-                f"(expected a non-negative {'number' if dtype == pl.Float64 else 'string'})"
-            )
-        df = df.with_columns(cast.alias(col))
-    if df.height == 0:
-        raise ProfileError(f"{path}: no data rows")
-    return df
+    kinds = {col: str if dtype == pl.Utf8 else float for col, dtype in schema.items()}
+    return read_csv_checked(path, kinds).select(list(schema))
 
 
 def read_validation(folder: Path) -> dict[int, pl.DataFrame]:
     out = {}
     for path in sorted(folder.glob("validation-*.csv")):
-        m = re.fullmatch(r"validation-(\d+)\.csv", path.name)
-        if m is None:
+        m = re.fullmatch(r"validation-([0-9]{1,12})\.csv", path.name)
+        if m is None or int(m.group(1)) < 1:
             raise ProfileError(f"{path}: name must be validation-<batch size>.csv")
         out[int(m.group(1))] = read_table(path, _SCHEMAS["validation"])
     if not out:

@@ -28,9 +28,11 @@ import numpy as np
 import polars as pl
 
 from coadapt.models.batching import JobLimits
+from coadapt.util.paths import name_problem
+from coadapt.world.checks import MAX_COUNT, finite, parse_json, read_text, shown
 from coadapt.world.profiles.efficiency import SamplesToTarget
 from coadapt.world.profiles.profile import AppProfile, ProfileError, Spread
-from coadapt.world.profiles.tables import read_csv_checked
+from coadapt.world.profiles.tables import read_csv_checked, read_csv_loose
 
 FORMAT_NAME = "coadapt-cpu-profile"
 FORMAT_VERSION = 1
@@ -45,7 +47,12 @@ VALIDATION_FIELDS: dict[str, type] = {
     "progress": float, "iteration": int, "metric": float, "grad_sqr": float, "grad_var": float,
 }
 VALIDATION_EXTRA: dict[str, type] = {"samples": int, "wall_time": float}
-_VALIDATION_RE = re.compile(r"^validation-(\d+)\.csv$")
+# the columns of timings.csv and curves.csv that are read (measured_spread), when present
+TIMINGS_CHECKED: dict[str, type] = {"workers": int, "local_bsz": int, "run": int,
+                                    "step_time": float, "sync_time": float, "contended": bool}
+CURVES_CHECKED: dict[str, type] = {"batch_size": int, "seed": int, "progress": float,
+                                   "grad_sqr": float, "grad_var": float}
+_VALIDATION_RE = re.compile(r"^validation-([0-9]+)\.csv$")
 
 
 @dataclass(frozen=True)
@@ -160,46 +167,44 @@ def _json_line(text: str, key: str) -> int | None:
 def _read_meta(path: Path) -> tuple[JobMeta, dict[str, Any]]:
     if not path.is_file():
         raise ProfileError(f"{path}: missing (every profile folder needs a profile.json)")
-    text = path.read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    text = read_text(path, ProfileError, "a profile.json")
+    doc = parse_json(path, text, ProfileError, "not valid JSON")
     if not isinstance(doc, dict):
         raise ProfileError(f"{path}:1: expected a JSON object")
 
-    def bad(key: str, why: str) -> ProfileError:
+    def bad(key: str, why: str, name: str | None = None) -> ProfileError:
         line = _json_line(text, key)
-        return ProfileError(f"{path}:{line if line else '?'}: field '{key}': {why}")
+        return ProfileError(f"{path}:{line if line else '?'}: field '{name or key}': {why}")
 
     if doc.get("format") != FORMAT_NAME:
-        raise bad("format", f"expected {FORMAT_NAME!r}, got {doc.get('format')!r}")
+        raise bad("format", f"expected {FORMAT_NAME!r}, got {shown(doc.get('format'))}")
     version = doc.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise bad("version", f"expected an integer <= {FORMAT_VERSION}, got {version!r}")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        raise bad("version", f"expected an integer from 1 to {FORMAT_VERSION}, got {shown(version)}")
     job = doc.get("job")
     if not isinstance(job, dict):
         raise bad("job", "missing or not an object")
-    kinds: dict[str, tuple[type | tuple[type, ...], bool]] = {
-        "name": (str, False), "init_batch_size": (int, False), "max_batch_size": (int, False),
-        "min_local_bsz": (int, False), "max_local_bsz": (int, False),
-        "max_replicas": (int, False), "target": ((int, float), True),
-        "higher_is_better": (bool, False), "eval_every": ((int, float), True),
-        "dataset_size": (int, True), "metric": (str, True),
-    }
     values: dict[str, Any] = {}
-    for key, (kind, optional) in kinds.items():
+    for key, (kind, optional) in _JOB_FIELDS.items():
         value = job.get(key)
         if value is None and optional:
             values[key] = None
             continue
         if key not in job:
             raise bad("job", f"lacks required field '{key}'")
-        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        if not ok or (isinstance(value, int) and not isinstance(value, bool) and value < 1
-                      and key != "target"):
-            raise bad(key, f"expected {getattr(kind, '__name__', 'a number')}"
-                      f"{' >= 1' if kind is int else ''}, got {value!r}")
+        ok = (isinstance(value, (int, float) if kind is float else kind)
+              and not (kind is not bool and isinstance(value, bool)))
+        if kind is int:
+            ok, want = ok and 1 <= value <= MAX_COUNT, f"an integer >= 1 and <= {MAX_COUNT:g}"
+        elif kind is float:
+            ok = ok and finite(value) and (value > 0 if key == "eval_every" else value >= 0)
+            want = f"a finite number {'> 0' if key == 'eval_every' else '>= 0'}"
+        else:
+            want = "a string" if kind is str else "true or false"
+        if ok and key == "name" and name_problem(value):
+            ok, want = False, f"a name ({name_problem(value)})"
+        if not ok:
+            raise bad(key, f"expected {want}, got {shown(value)}")
         values[key] = value
     lim = JobLimits(**{f.name: values.pop(f.name) for f in fields(JobLimits)})
     if not lim.min_local_bsz <= lim.max_local_bsz:
@@ -207,7 +212,24 @@ def _read_meta(path: Path) -> tuple[JobMeta, dict[str, Any]]:
     if not lim.init_batch_size <= lim.max_batch_size:
         raise bad("init_batch_size",
                   f"{lim.init_batch_size} > max_batch_size {lim.max_batch_size}")
+    for key in ("machine", "perf_params", "curves"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise bad(key, f"expected an object, got {shown(doc[key])}")
+    for key, value in (doc.get("perf_params") or {}).items():
+        if not finite(value) or value < 0:
+            raise bad(key, f"expected a finite number >= 0, got {shown(value)}",
+                      f"perf_params.{key}")
     return JobMeta(limits=lim, **values), doc
+
+
+# field of the "job" object -> (type, may be null or absent); float: a finite number
+_JOB_FIELDS: dict[str, tuple[type, bool]] = {
+    "name": (str, False), "init_batch_size": (int, False), "max_batch_size": (int, False),
+    "min_local_bsz": (int, False), "max_local_bsz": (int, False),
+    "max_replicas": (int, False), "target": (float, True),
+    "higher_is_better": (bool, False), "eval_every": (float, True),
+    "dataset_size": (int, True), "metric": (str, True),
+}
 
 
 def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuProfile:
@@ -236,11 +258,16 @@ def read_cpu_profile(path: str | Path, require_validation: bool = True) -> CpuPr
             if (steps < 0).any():
                 row = int((steps < 0).arg_max()) + 3  # header is line 1, diff drops row 1
                 raise ProfileError(f"{file}:{row}: field '{col}': decreases")
-        validation[int(match.group(1))] = frame
+        batch = int(match.group(1)) if len(match.group(1)) <= 12 else 0
+        if not 1 <= batch <= MAX_COUNT:
+            raise ProfileError(f"{file}: batch size {match.group(1)} in the name: expected "
+                               f"1 to {MAX_COUNT:g}")
+        validation[batch] = frame
     if not validation and require_validation:
         raise ProfileError(f"{root}: no validation-<M>.csv files")
-    extra = {name: pl.read_csv(root / f"{name}.csv") for name in ("timings", "curves")
-             if (root / f"{name}.csv").is_file()}
+    extra = {name: read_csv_loose(root / f"{name}.csv", checked)
+             for name, checked in (("timings", TIMINGS_CHECKED), ("curves", CURVES_CHECKED))
+             if (root / f"{name}.csv").exists()}
     return CpuProfile(meta, placements, validation, doc, extra.get("timings"), root,
                       extra.get("curves"))
 
@@ -333,11 +360,19 @@ def load_cpu_profiles(root: str | Path) -> dict[str, AppProfile]:
     """Every ``<root>/<type>/profile.json`` folder as ``{type name: AppProfile}``."""
     base = Path(root)
     if not base.is_dir():
-        raise ProfileError(f"{base}: profiles folder not found")
+        raise ProfileError(f"{base}: {'not a folder' if base.exists() else 'profiles folder not found'}")
     found: dict[str, AppProfile] = {}
-    for sub in sorted(p for p in base.iterdir() if (p / "profile.json").is_file()):
+    try:
+        subs = sorted(p for p in base.iterdir() if (p / "profile.json").is_file())
+    except OSError as exc:
+        raise ProfileError(f"{base}: cannot list it ({exc.strerror or exc})") from None
+    where: dict[str, Path] = {}
+    for sub in subs:
         app = load_cpu_profile(sub)
-        found[app.name] = app
+        if app.name in found:
+            raise ProfileError(f"{sub / 'profile.json'}: field 'name': {app.name!r} also "
+                               f"names {where[app.name]}")
+        found[app.name], where[app.name] = app, sub
     if not found:
         raise ProfileError(f"{base}: no <type>/profile.json folders")
     return found

@@ -24,6 +24,7 @@ claim about a batch size's efficiency.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from coadapt.models.goodput import gain
+from coadapt.world.checks import finite
 
 
 @dataclass(frozen=True)
@@ -48,21 +50,30 @@ class SamplesToTarget:
         """From a CPU profile's ``curves`` block (``by_batch_size`` -> ``runs``);
         None when no batch size has a run that reached the target. ValueError
         names the batch size and field of a malformed entry."""
+        by = curves.get("by_batch_size") if isinstance(curves, Mapping) else curves
+        if not isinstance(by or {}, Mapping):
+            raise ValueError(f"{where}: curves.by_batch_size: expected an object")
         rows = []
-        for key, entry in sorted((curves.get("by_batch_size") or {}).items(),
-                                 key=lambda kv: float(kv[0])):
+        for key, entry in (by or {}).items():
+            at = f"{where}: curves.by_batch_size[{key!r}]"
             try:
                 batch = float(key)
-                runs = [float(r["samples"]) for r in entry.get("runs", []) if r.get("reached")]
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{where}: curves.by_batch_size[{key!r}]: field 'runs': "
-                                 f"expected runs with 'reached' and 'samples' ({exc})") from None
+            except ValueError:
+                raise ValueError(f"{at}: the key is not a batch size") from None
+            runs_in = entry.get("runs", []) if isinstance(entry, Mapping) else None
+            if not isinstance(runs_in, list) or not all(isinstance(r, Mapping) for r in runs_in):
+                raise ValueError(f"{at}: field 'runs': expected a list of objects")
+            runs = [r.get("samples") for r in runs_in if r.get("reached")]
             if not runs:
                 continue
-            if batch <= 0 or min(runs) <= 0:
-                raise ValueError(f"{where}: curves.by_batch_size[{key!r}]: batch size and "
-                                 "'samples' must be > 0")
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in runs):
+                raise ValueError(f"{at}: field 'runs': expected runs with 'reached' and "
+                                 "a number of 'samples'")
+            if not (math.isfinite(batch) and batch > 0 and all(finite(v) and v > 0 for v in runs)):
+                raise ValueError(f"{at}: batch size and 'samples' must be > 0 and finite")
+            runs = [float(v) for v in runs]
             rows.append((batch, float(np.median(runs)), min(runs), max(runs), len(runs)))
+        rows.sort()
         if not rows:
             return None
         cols = np.array(rows, dtype=float).T

@@ -41,7 +41,11 @@ def load_profiles(spec: str) -> dict[str, AppProfile]:
     if not sep or scheme not in LOADERS:
         scheme, rest = "cpu", spec
     path = Path(rest)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise ProfileError(f"{path}: not a usable path ({exc})") from None
+    if not exists:
         raise ProfileError(
             f"{path}: profile folder not found. Use adaptdl:PATH for the Pollux reference traces, "
             f"sia:PATH for the Sia reference traces (one table per GPU type), "
