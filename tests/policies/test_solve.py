@@ -38,3 +38,25 @@ def test_power_mean_prefers_the_job_that_scales():
     s1 = np.array([0, 1, 1, 1, 1], float)
     out = min_sum_allocation([1 / (s0 + 1e-3), 1 / (s1 + 1e-3)], 4)
     assert out == [3, 1]
+
+
+def _random_costs(rng, n: int, k: int) -> list:
+    out = []
+    for _ in range(n):
+        speed = np.concatenate([[0.0], np.cumsum(rng.uniform(0.1, 1.0, k - 1))])
+        out.append(1.0 / (speed + 0.05))  # p = -1: cost 1/speedup, finite at 0 slots
+    return out
+
+
+def test_partitioned_allocation_is_exact_below_its_threshold_and_close_above():
+    from coadapt.policies.solve import min_sum_allocation, partitioned_allocation
+
+    rng = np.random.default_rng(3)
+    costs = _random_costs(rng, 60, 9)
+    assert partitioned_allocation(costs, 64) == min_sum_allocation(costs, 64)
+    costs = _random_costs(rng, 300, 9)
+    exact = min_sum_allocation(costs, 400)
+    pop = partitioned_allocation(costs, 400, exact_cells=20_000)  # 300 x 401 cells: 7 groups
+    assert sum(pop) <= 400 and pop != exact
+    value = lambda alloc: sum(c[r] for c, r in zip(costs, alloc, strict=True))  # noqa: E731
+    assert value(exact) <= value(pop) <= value(exact) * 1.02  # near-optimal

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "batch_size).", epilog=EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     wsub = wl.add_subparsers(dest="workload_command", required=True,
-                             metavar="{generate,sets}")
+                             metavar="{generate,sets,philly}")
     g = wsub.add_parser("generate", help="sample a workload", description=DESCRIPTION,
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--profiles", default="profiles",
@@ -74,6 +74,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_calibration(s, "reference")
     s.set_defaults(func=run_sets)
 
+    ph = wsub.add_parser("philly", help="the Philly trace, whole or in part, as a workload",
+                         description=PHILLY_DESCRIPTION, epilog=PHILLY_EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    ph.add_argument("--trace", required=True, metavar="FILE",
+                    help="the Philly trace CSV (timestamp,duration,num_gpus,gpu_time,...)")
+    ph.add_argument("--profiles", default="profiles",
+                    help="profiles giving the job types (DIR, cpu:DIR or adaptdl:DIR)")
+    ph.add_argument("--window", default=None, metavar="START:END",
+                    help="only jobs arriving between these days since the trace began "
+                    "(e.g. 30:37, one week)")
+    ph.add_argument("--sample", type=count(1, 10_000_000), default=None, metavar="N",
+                    help="N jobs drawn from the selection (default: every one)")
+    ph.add_argument("--classes", default=None, help="job types per class, as for generate")
+    ph.add_argument("--cluster", default=PHILLY_CLUSTER,
+                    help=f"cluster the requests are tuned for (default {PHILLY_CLUSTER}: the "
+                    "trace's peak demand, 1,243 GPUs, on 4-slot nodes)")
+    _network_options(ph)
+    ph.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                    help=f"random seed (default {DEFAULT_SEED})")
+    ph.add_argument("--out", default="out/philly.csv", help="output CSV (default out/philly.csv)")
+    ph.set_defaults(func=run_philly)
+
+
+PHILLY_CLUSTER = "320x4"
+PHILLY_DESCRIPTION = """\
+Write the Microsoft Philly trace as a workload: every job (or those arriving
+in --window, or --sample of them) at its own arrival time, its job type chosen
+by its GPU-time class (small < 1, medium < 10, large < 100 GPU-hours, xlarge
+above) as the Pollux generator does, its request a tuned configuration on
+--cluster. The whole trace is 82,247 jobs over 109 days; its running jobs held
+at most 1,243 GPUs at once, so the default cluster is 320 nodes of 4 slots.
+"""
+PHILLY_EPILOG = """\
+examples:
+  coadapt workload philly --trace ../shared/reference/adaptdl/traces/philly.csv \\
+      --profiles adaptdl:../shared/reference/adaptdl --out out/philly-all.csv
+  coadapt workload philly --trace ../shared/reference/adaptdl/traces/philly.csv --window 30:31 \\
+      --out out/philly-day30.csv          # one day, CPU job types
+"""
 
 SETS_DESCRIPTION = """\
 Write every named CPU workload set (coadapt.workloads.sets) to OUT/NAME.csv:
@@ -208,3 +247,51 @@ def run_sets(args: argparse.Namespace) -> int:
     sys.stdout.write("\n".join(lines) + f"\nwrote {len(made)} sets to {out}/ (seed {args.seed}, "
                      f"cluster {cluster}, {cluster.network})\n")
     return 0
+
+
+def run_philly(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from coadapt.workloads.generate import write_workload
+    from coadapt.workloads.philly import peak_demand, read_trace, select, to_rows
+    from coadapt.world.cluster import ClusterSpec, Network
+    from coadapt.world.profiles.profile import ProfileError
+    from coadapt.world.profiles.sources import load_profiles
+    from coadapt.world.world import World
+
+    try:
+        if Path(args.out).is_dir():
+            raise ValueError(f"--out {args.out}: is a folder; give the CSV file to write")
+        window = _window(args.window)
+        cluster = ClusterSpec.parse(args.cluster, Network(args.bandwidth, args.latency))
+        world = World.build(load_profiles(args.profiles), cluster)
+        classes = ({k: tuple(v.split(",")) for k, v in _pairs(args.classes, ";").items()}
+                   if args.classes else _default_classes(set(world.profiles)))
+        rng = np.random.default_rng(args.seed)
+        jobs = select(read_trace(Path(args.trace)), window, args.sample, rng)
+        rows = to_rows(jobs, world, classes, rng)
+    except (ValueError, ProfileError, OSError, KeyError) as exc:
+        sys.stderr.write(f"coadapt workload philly: error: {exc}\n")
+        return 2
+    write_workload(Path(args.out), rows)
+    span = jobs[-1].arrival / 86400
+    sys.stdout.write(f"wrote {len(rows)} jobs over {span:.1f} days to {args.out} (the trace's "
+                     f"peak demand in this selection: {peak_demand(jobs)} GPUs; cluster "
+                     f"{cluster}, {cluster.total_slots} slots)\n")
+    return 0
+
+
+def _window(text: str | None) -> tuple[float, float] | None:
+    """``--window START:END`` in days, finite, START < END."""
+    import math
+
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        a, b = float(lo), float(hi)
+    except ValueError:
+        raise ValueError(f"--window {text!r}: expected START:END in days, e.g. 30:37") from None
+    if not sep or not (math.isfinite(a) and math.isfinite(b)) or a < 0 or b <= a:
+        raise ValueError(f"--window {text!r}: expected START:END days with 0 <= START < END")
+    return a, b

@@ -109,6 +109,8 @@ class Engine:
         self._stuck_rounds = 0
         self._last_work: tuple[int, float] = (-1, -1.0)
         self._arrived = 0  # how many of _pending have been submitted
+        self._completed = 0  # counters, so no round walks the jobs that left
+        self._left_progress = 0.0  # the progress of jobs no longer active
         self._expired = False
         self._cap = cluster.max_job_slots
         over = [s for s in workload.jobs if s.num_replicas > self._cap]
@@ -126,6 +128,10 @@ class Engine:
             self.abandoned.add(job.record.name)
         elif job.record.completed_at is None:
             self.active.append(job)
+            return
+        else:
+            self._completed += 1
+        self._left_progress += job.record.progress
 
     def run(self) -> EngineResult:
         self.backend.bind(self)
@@ -191,7 +197,7 @@ class Engine:
                 self.log.emit(now, "allocate", r.name, allocation=list(empty.allocation),
                               replicas=0, nodes=0, batch=0, micro=0, accum=0, restart=False,
                               adaptive=r.adaptive, reason="horizon")
-            self.active.remove(job)
+            self._leave(job)
             self.abandoned.add(r.name)
             self.log.emit(now, "fail", r.name, reason=reason, fatal=True, abandoned=True,
                           horizon=self.horizon)
@@ -260,8 +266,8 @@ class Engine:
         if bad:
             raise DecisionError(f"progress is not a number for {', '.join(bad)} at t={now:.0f} s "
                                 "(a NaN or infinite rate in the job model)")
-        work = (sum(j.record.completed_at is not None for j in self.jobs),
-                sum(j.record.progress for j in self.jobs))
+        work = (self._completed,
+                self._left_progress + sum(j.record.progress for j in self.active))
         holding = [j for j in self.active if j.record.replicas]
         stuck = bool(holding) and work <= self._last_work
         self._last_work = max(work, self._last_work)
@@ -310,7 +316,8 @@ class Engine:
             return
         r = job.record
         r.completed_at = now
-        self.active.remove(job)
+        self._completed += 1
+        self._leave(job)
         self.log.emit(now, "complete", r.name, jct=now - r.spec.submit_time,
                       progress=r.progress, restarts=max(r.restarts, 0), **fields)
         self._finished(now)
@@ -320,13 +327,17 @@ class Engine:
         allowed): it leaves the schedule without a completion."""
         if self._expired:
             return
-        self.active.remove(job)
+        self._leave(job)
         self.abandoned.add(job.record.name)
         self.log.emit(now, "fail", job.record.name, reason=reason, fatal=True, abandoned=True)
         self._finished(now)
 
+    def _leave(self, job: JobHandle) -> None:
+        self.active.remove(job)
+        self._left_progress += job.record.progress
+
     def _finished(self, now: float) -> None:
-        done = sum(j.record.completed_at is not None for j in self.jobs) + len(self.abandoned)
+        done = self._completed + len(self.abandoned)
         total = len(self.workload.jobs)
         if self.on_progress is not None:
             self.on_progress(done, total, now)

@@ -101,32 +101,34 @@ class EventLog:
         self.close()
 
 
-def _read_lines(path: Path) -> list[str]:
-    """The file's lines; gzip'd when the name ends in ``.gz`` (a corrupt or
-    truncated gzip stream is a ``ValueError``, like a malformed line)."""
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines, streamed (a log of millions of events is never held
+    whole); gzip'd when the name ends in ``.gz`` (a corrupt or truncated gzip
+    stream is a ``ValueError``, like a malformed line)."""
     if path.suffix != ".gz":
         with open(path, encoding="utf-8") as fh:
-            return fh.readlines()
+            yield from fh
+        return
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            return fh.readlines()
+            yield from fh
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise ValueError(f"{path}: not a readable gzip'd event log ({exc})") from exc
 
 
 def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield events of a JSON Lines log, gzip'd if ``path`` ends in ``.gz``;
-    a truncated last line (crash mid-write) is skipped, any other malformed
-    line raises ``ValueError`` naming file and line."""
+    """Yield events of a JSON Lines log, gzip'd if ``path`` ends in ``.gz``,
+    as they are read; a truncated last line (crash mid-write: only the last
+    line can lack its newline) is skipped, any other malformed line raises
+    ``ValueError`` naming file and line."""
     path = Path(path)
-    lines = _read_lines(path)
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
         try:
             event = json.loads(line)
         except json.JSONDecodeError as exc:
-            if i == len(lines) and not line.endswith("\n"):
+            if not line.endswith("\n"):
                 return
             raise ValueError(f"{path}:{i}: not a JSON event ({exc.msg})") from exc
         if not isinstance(event, dict) or "kind" not in event or "t" not in event:

@@ -5,7 +5,8 @@ jointly) over its best goodput at the fair share ceil(slots / jobs). The
 policy maximizes the power mean (p = -1 by default) of the speedups, each
 discounted by the restart factor max(age - restarts*delay, 0)/(age + delay) if
 its allocation changes. The objective is separable, so the slot counts are
-solved exactly (``solve.min_sum_allocation``); placement then packs jobs onto
+solved exactly (``solve.min_sum_allocation``; partitioned as POP does above
+about a thousand jobs on thousands of slots); placement then packs jobs onto
 nodes with at most one multi-node job per node.
 
 Two ablations switch off one half of the co-adaptation, to tell which half
@@ -72,7 +73,7 @@ from coadapt.policies.estimates import (
 )
 from coadapt.policies.options import apply_options, with_options
 from coadapt.policies.placement import Pack, Placer
-from coadapt.policies.solve import min_sum_allocation
+from coadapt.policies.solve import partitioned_allocation
 
 _EPS = 1e-3  # keeps the power mean finite for jobs with no slots
 
@@ -184,7 +185,7 @@ class Pollux:
             # a little more cost for leaving it out, whatever the sign of p.
             cost[0] += abs(cost[0]) * 1e-3 * (len(jobs) - rk) / len(jobs)
             costs.append(cost)
-        counts = min_sum_allocation(costs, total)
+        counts = partitioned_allocation(costs, total)
         want = {j.name: c for j, c in zip(jobs, counts, strict=True) if c > 0}
         placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in jobs})
         out: Decision = {}

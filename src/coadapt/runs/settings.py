@@ -81,9 +81,23 @@ class RunSettings:
 
 
 
+_PER_STEP = frozenset({"epoch", "progress"})
+"""Kinds a long run logs by the million: the results need only their goodput."""
+
+
+def _slim(event: dict[str, Any]) -> dict[str, Any]:
+    """What the job table and summary read of an event (the whole of most;
+    of an epoch or progress event only its time, job and goodput), so the
+    results of a long run fit in memory."""
+    if event["kind"] in _PER_STEP:
+        return {"t": event["t"], "kind": event["kind"], "job": event.get("job"),
+                "goodput": event.get("goodput")}
+    return event
+
+
 def write_results(out_dir: Path) -> dict[str, Any]:
     """jobs.csv and summary.json from ``out_dir/events.jsonl`` alone."""
-    events = list(read_events(out_dir / "events.jsonl"))
+    events = [_slim(e) for e in read_events(out_dir / "events.jsonl")]
     summary = summarize(events)
     job_table(events).write_csv(out_dir / "jobs.csv")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

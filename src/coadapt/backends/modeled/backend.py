@@ -49,6 +49,7 @@ class ModeledBackend:
         self.delay = restart_delay
         self.script = script or {}  # recorded in-place batch changes (a replay)
         self.jobs: list[ModeledJob] = []
+        self._live: dict[int, ModeledJob] = {}
         self.ctx: EngineContext | None = None
         self._recheck = False
         self.services = ModeledServices(self.restart_delay, self.start_after, self.rebatched,
@@ -67,6 +68,7 @@ class ModeledBackend:
                          services=self.services, efficiency=self.world.efficiency(app),
                          noise=noise)
         self.jobs.append(job)
+        self._live[id(job)] = job  # unfinished jobs, in creation order
         return job
 
     def close(self) -> None:
@@ -81,14 +83,31 @@ class ModeledBackend:
         return self.costs.launch(record.spec.application, record.replicas,
                                  restart=record.restarts > 0)
 
-    def _colocation(self, job: ModeledJob) -> float:
+    def _colocation(self, job: ModeledJob,
+                    occupants: list[list[ModeledJob]] | None = None) -> float:
+        """The job's step-time factor from the running jobs that share a node
+        with it: those of ``occupants`` (per node, built once per round) or
+        found among the unfinished jobs (not every job that ever ran)."""
         if self.costs is None:
             return 1.0
-        mine = job.record.allocation
-        others = [o.record.spec.application for o in self.jobs
-                  if o is not job and o.record.completed_at is None and o.record.replicas
-                  and any(a and b for a, b in zip(mine, o.record.allocation, strict=False))]
+        mine = [n for n, a in enumerate(job.record.allocation or ()) if a]
+        if occupants is not None:
+            others = [o.record.spec.application for n in mine for o in occupants[n] if o is not job]
+        else:
+            others = [o.record.spec.application for o in self._live.values()
+                      if o is not job and o.record.replicas
+                      and any(o.record.allocation[n] for n in mine if n < len(o.record.allocation))]
         return self.costs.colocation(job.record.spec.application, others)
+
+    def _occupants(self) -> list[list[ModeledJob]]:
+        """Per node, the unfinished jobs holding slots on it."""
+        occ: list[list[ModeledJob]] = [[] for _ in range(self.world.cluster.num_nodes)]
+        for o in self._live.values():
+            if o.record.replicas:
+                for n, a in enumerate(o.record.allocation):
+                    if a:
+                        occ[n].append(o)
+        return occ
 
     def neighbours_changed(self) -> None:
         """Allocations changed: re-rate co-located jobs once the round is applied."""
@@ -100,11 +119,12 @@ class ModeledBackend:
     def _recolocate(self) -> None:
         self._recheck = False
         now = self.ctx.env.now
-        for job in self.jobs:
+        occupants = self._occupants()
+        for job in list(self._live.values()):
             r = job.record
             if r.completed_at is not None or job.finishing or not r.replicas or job.rate <= 0:
                 continue
-            factor = self._colocation(job)
+            factor = self._colocation(job, occupants)
             if factor != job.factor:
                 job.advance(now)
                 job.factor = factor
@@ -204,4 +224,5 @@ class ModeledBackend:
             return
         self.ctx.complete(job, self.ctx.env.now, epoch=job.epoch, metric=job.final_metric,
                           verified=None, simulated=True)
+        self._live.pop(id(job), None)
         self.neighbours_changed()
