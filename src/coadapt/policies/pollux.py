@@ -119,9 +119,11 @@ class Pollux:
         return max(limit, 1)
 
     def _goodput_table(self, job: JobView, limit: int, per_node: int) -> np.ndarray:
-        """Goodput at 0..limit packed slots, cached until the job's model changes."""
+        """Goodput at 0..limit packed slots, cached until the job's model
+        changes; only the counts a round can use (up to the growth cap and the
+        fair share), not every count up to the cluster's size."""
         hit = self._tables.get(job.name)
-        if hit is not None and hit[0] is job.model:
+        if hit is not None and hit[0] is job.model and len(hit[1]) > limit:
             return hit[1]
         r = np.arange(1, limit + 1)
         nodes = packed_nodes(r, per_node)
@@ -144,8 +146,8 @@ class Pollux:
         s = np.arange(top + 1) / fair
         base = 0.0
         if job.model is not None:
-            table = self._goodput_table(job, limit, per_node)
-            base = float(table[min(fair, len(table) - 1)])
+            table = self._goodput_table(job, max(top, min(fair, limit)), per_node)
+            base = float(table[min(fair, limit)])
             if base > 0:
                 s = table[: top + 1] / base
         if not self.adapt_workers:
