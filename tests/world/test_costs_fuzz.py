@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from jsontree import node_paths, parent_of
 
 from coadapt.world.calibration import calibration_changes, format_changes
 from coadapt.world.costs import (
@@ -33,19 +34,7 @@ EXAMPLES = 250
 APP = next(iter(DOC["types"]))
 
 
-def _paths(node: Any, at: tuple = ()) -> list[tuple]:
-    """Every node below ``node`` (containers too), as key/index paths."""
-    out = [at] if at else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*at, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*at, i))
-    return out
-
-
-ALL = _paths(DOC)
+ALL = node_paths(DOC)
 READ = [p for p in ALL if p[0] == "types" or p[:2] in (("meta", "machine"), ("meta", "cores"))]
 paths = st.one_of(st.sampled_from(READ), st.sampled_from([*ALL, (), ("types",), ("meta",)]))
 values = st.one_of(
@@ -70,12 +59,8 @@ def mutate(doc: Any, ops: list[tuple]) -> Any:
         if not path:
             doc = value if op == "set" else doc
             continue
-        parent = doc
-        try:
-            for k in path[:-1]:
-                parent = parent[k]
-            parent[path[-1]]  # noqa: B018 (the path must still exist)
-        except (KeyError, IndexError, TypeError):
+        parent = parent_of(doc, path)
+        if parent is None:
             continue
         last = path[-1]
         if op == "set":

@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from jsontree import node_paths, parent_of
 
 from coadapt.world.profiles.profile import ProfileError
 from coadapt.world.profiles.sources import load_profiles
@@ -29,19 +30,7 @@ EXAMPLES = 200
 J = "json"
 
 
-def _paths(node: Any, at: tuple = ()) -> list[tuple]:
-    """Every node below ``node`` (containers too), as key/index paths."""
-    out = [at] if at else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*at, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node[:3]):
-            out += _paths(v, (*at, i))
-    return out
-
-
-ALL = _paths(DOC)
+ALL = node_paths(DOC, list_cap=3)
 READ = [p for p in ALL if p[0] in ("job", "perf_params", "format", "version", "machine")
         or p[:2] == ("curves", "by_batch_size") and len(p) <= 6]
 values = st.one_of(
@@ -70,12 +59,8 @@ schemes = st.sampled_from(["", "", "cpu:", "adaptdl:", "sia:"])
 
 
 def _set(doc: Any, path: tuple, value: Any, delete: bool) -> None:
-    parent = doc
-    try:
-        for k in path[:-1]:
-            parent = parent[k]
-        parent[path[-1]]  # noqa: B018 (the path must still exist)
-    except (KeyError, IndexError, TypeError):
+    parent = parent_of(doc, path)
+    if parent is None:
         return
     if delete:
         del parent[path[-1]]

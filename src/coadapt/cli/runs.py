@@ -50,7 +50,9 @@ def changed_settings(out: Path, args: argparse.Namespace, command: str) -> None:
 
     path = out / "config.toml"
     if not path.is_file():
-        if out.is_dir() and any(p.name != ".coadapt.lock" for p in out.iterdir()):
+        from coadapt.util.outdir import held_results
+
+        if held_results(out):
             raise ValueError(f"--resume: {path} not found, so what {out} holds cannot be "
                              f"checked to be this run's; use --force to replace it")
         return  # nothing to resume: the run starts afresh
