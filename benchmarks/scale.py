@@ -40,10 +40,15 @@ def coadapt() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "coadapt.cli"]
 
 
-def make_workload(jobs: int, slots: int, load: float, out: Path) -> Path:
-    path = out / f"w{jobs}-{slots}.csv"
+def make_workload(jobs: int, slots: int, load: float, out: Path,
+                  window_h: float | None = None) -> Path:
+    """The workload file for a point (reused when present); ``window_h``
+    instead of the load sets the arrival window directly."""
+    tag = "" if window_h is None else f"-{window_h:g}h"
+    path = out / f"w{jobs}-{slots}{tag}.csv"
     if not path.exists():
-        window_h = jobs / (BASE_RATE * slots * load)
+        if window_h is None:
+            window_h = jobs / (BASE_RATE * slots * load)
         subprocess.run([*coadapt(), "workload", "generate", "--num-jobs", str(jobs),
                         "--window", f"{window_h:.6f}", "--mix", MIX, "--classes", CLASSES,
                         "--cluster", f"{slots // 2}x2", "--seed", "1", "--out", str(path)],

@@ -93,6 +93,23 @@ def test_bad_profile_value_names_line_and_field(setup, capsys):
     assert code == 2 and "validation-32.csv:4: field 'grad_sqr'" in err
 
 
+def test_fractional_micro_batch_in_a_profile_is_refused(setup, capsys):
+    # found by the profile fuzz test: a local_bsz of 0.5 loaded as a micro-batch of 0
+    tmp, ref, wl = setup
+    p = ref / "traces" / "toy" / "placements.csv"
+    lines = p.read_text().splitlines()
+    cells = lines[1].split(",")
+    col = lines[0].split(",").index("local_bsz")
+    cells[col] = "0.5"
+    lines[1] = ",".join(cells)
+    p.write_text("\n".join(lines) + "\n")
+    code = main(["simulate", "--workload", str(wl), "--profiles", f"adaptdl:{ref}",
+                 "--out", str(tmp / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "placements.csv:2: field 'local_bsz': expected an integer" in err
+    assert not (tmp / "o").exists()
+
+
 def test_help_explains(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])

@@ -79,3 +79,38 @@ def test_split_batch_matches_reference_rules():
     m, s = split_batch(np.array([2048, 256, 256]), np.array([8, 1, 4]),
                        JobLimits(128, 4096, 8, 128, 64))
     assert list(m) == [128, 128, 64] and list(s) == [1, 1, 0]
+
+
+def _random_jobs(seed: int, n: int):
+    from coadapt.models.goodput import GoodputModel, GradParams, PerfParams
+
+    rng = np.random.default_rng(seed)
+    models, limits = [], []
+    for _ in range(n):
+        m0 = int(rng.integers(16, 128))
+        models.append(GoodputModel(PerfParams(*rng.uniform(0.001, 0.2, 6), rng.uniform(1, 3)),
+                                   GradParams(rng.uniform(0.1, 1), rng.uniform(0.1, 100)), m0))
+        limits.append(JobLimits(m0, int(m0 * rng.integers(4, 64)), int(rng.integers(1, 8)),
+                                int(rng.integers(32, 256)), int(rng.integers(1, 64))))
+    return models, limits
+
+
+def test_stacked_optimize_is_each_jobs_optimize_bit_for_bit():
+    from coadapt.models.goodput import stacked_optimize
+
+    models, limits = _random_jobs(0, 30)
+    r = np.arange(1, 17)
+    owner = np.repeat(np.arange(30), len(r))
+    nodes = np.ceil(np.tile(r, 30) / 4)
+    many = stacked_optimize(models, limits, owner, nodes, np.tile(r, 30))
+    for j, (m, lim) in enumerate(zip(models, limits, strict=True)):
+        one = m.optimize(np.ceil(r / 4), r, lim)
+        part = slice(j * len(r), (j + 1) * len(r))
+        assert np.array_equal(one.goodput, many.goodput[part])
+        assert np.array_equal(one.batch_size, many.batch_size[part])
+        # the memoized path (one allocation, asked twice) gives the same optimum
+        for k in (0, 7):
+            again = [m.optimize(np.array([np.ceil(r[k] / 4)]), np.array([r[k]]), lim)
+                     for _ in range(2)]
+            assert all(a.goodput[0] == one.goodput[k] and a.micro[0] == one.micro[k]
+                       for a in again)

@@ -130,3 +130,21 @@ def test_a_restoring_job_keeps_its_slots_even_against_jobs_that_value_them_more(
     new = [view(f"n{i}") for i in range(12)]
     d = make_policy("sia", CFG).decide(snap([old, *new], speeds=FAST_ON_A))
     assert d["old"].allocation == (4, 0, 0, 0)
+
+
+def test_a_round_above_exact_jobs_is_partitioned_within_every_kinds_capacity():
+    # 4 jobs solved whole at a time: 12 jobs make 3 POP groups, each on a third of
+    # every kind's slots; a restoring job keeps its configuration outside them.
+    old = view("old", kind="a", models={"a": MODEL}, seen=4, alloc=(4, 0, 0, 0), restoring=True)
+    grown = [view(f"g{i}", kind="a", models={"a": MODEL}, seen=2, alloc=(0,) * 4)
+             for i in range(12)]
+    s = snap([old, *grown], speeds=FAST_ON_A)
+    pop = Sia(CFG, exact_jobs=4)
+    d = pop.decide(s)
+    whole = Sia(CFG).decide(s)
+    assert d["old"].allocation == (4, 0, 0, 0)
+    used = slots_per_kind(d)
+    assert used.get("a", 0) <= 8 and used.get("b", 0) <= 8
+    assert all(len(kinds_used(a.allocation)) == 1 for a in d.values())
+    rows = [pop.candidates(s, j) for j in s.jobs]
+    assert len(d) >= len(whole) - 2 and pop.solve(s, rows) != [None] * len(rows)

@@ -60,3 +60,20 @@ def test_partitioned_allocation_is_exact_below_its_threshold_and_close_above():
     assert sum(pop) <= 400 and pop != exact
     value = lambda alloc: sum(c[r] for c, r in zip(costs, alloc, strict=True))  # noqa: E731
     assert value(exact) <= value(pop) <= value(exact) * 1.02  # near-optimal
+
+
+def test_every_job_takes_its_best_when_all_fit_and_pop_groups_match_separate_solves():
+    from coadapt.policies.solve import _solve_groups, cost_matrix, partitioned_allocation
+
+    rng = np.random.default_rng(7)
+    costs = _random_costs(rng, 10, 5)  # 10 jobs of at most 4 slots on 40 slots
+    assert partitioned_allocation(costs, 40) == [4] * 10
+    # lockstep groups (padded with jobs that take nothing) = each group solved alone
+    a, b = _random_costs(rng, 7, 6), _random_costs(rng, 4, 9)
+    stacked = np.full((2, 7, 9), np.inf)
+    stacked[:, :, 0] = 0.0
+    stacked[0, :, :6] = cost_matrix(a)
+    stacked[1, :4] = cost_matrix(b)
+    both = _solve_groups(stacked, np.array([11, 9]))
+    assert both[0].tolist() == min_sum_allocation(a, 11)
+    assert both[1, :4].tolist() == min_sum_allocation(b, 9) and not both[1, 4:].any()

@@ -102,6 +102,8 @@ def build(root: Path, ops: list[tuple]) -> Path:
         elif op == "drop-line":
             del tables[where][arg % len(tables[where])]
         elif op == "encode":
+            if where == "profile.json" and files[where] is None:
+                continue  # removed by an earlier op: nothing left to re-encode
             raw[where] = _encode(files[where] if where == "profile.json" else
                                  "\n".join(",".join(r) for r in tables[where]).encode() + b"\n",
                                  arg)

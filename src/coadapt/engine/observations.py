@@ -31,6 +31,14 @@ def key(nodes: int, replicas: int, micro: int) -> Key:
     return (int(nodes), int(replicas), int(micro))
 
 
+def _median(values: list[float]) -> float:
+    """np.median's value (the mean of the middle two for an even count), without
+    its overhead: a job records a step at every boundary."""
+    v = sorted(values)
+    mid = len(v) // 2
+    return float(v[mid]) if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
 @dataclass
 class Observations:
     """Samples per configuration, the fitted model and when to refit it.
@@ -64,11 +72,10 @@ class Observations:
 
     def value(self, key: Key) -> tuple[float, float]:
         """Median (step, sync) of the samples kept for ``key``."""
-        arr = np.asarray(self._samples[key], dtype=float)
-        if len(arr) == 1:
-            return float(arr[0, 0]), float(arr[0, 1])
-        med = np.median(arr, axis=0)
-        return float(med[0]), float(med[1])
+        q = self._samples[key]
+        if len(q) == 1:
+            return float(q[0][0]), float(q[0][1])
+        return _median([s for s, _ in q]), _median([s for _, s in q])
 
     def record(self, key: Key, step: float, sync: float) -> None:
         """One measured synchronizing step (no accumulation) at ``key``."""

@@ -43,8 +43,21 @@ KINDS = frozenset(
 )
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _clean(value: Any) -> Any:
-    """Make numpy scalars and non-finite floats JSON-safe."""
+    """Make numpy scalars and non-finite floats JSON-safe (plain values first:
+    every event passes through here)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(k): _clean(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_clean(v) for v in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

@@ -10,6 +10,7 @@ steps) calls ``split_batch``; everything that times an accumulating step calls
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,26 @@ class JobLimits:
         return np.maximum(self.init_batch_size, self.min_local_bsz * np.asarray(replicas))
 
 
-def split_batch(batch_size, replicas, limits: JobLimits) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class LimitArrays:
+    """Several jobs' ``JobLimits`` as arrays, one entry per row of a stacked
+    evaluation; ``split_batch`` and the goodput optimum read them elementwise
+    as they read one job's."""
+
+    init_batch_size: np.ndarray
+    max_batch_size: np.ndarray
+    min_local_bsz: np.ndarray
+    max_local_bsz: np.ndarray
+
+    @classmethod
+    def of(cls, limits: Sequence[JobLimits], rows: np.ndarray) -> LimitArrays:
+        """Row i holds ``limits[rows[i]]``."""
+        table = np.array([(lim.init_batch_size, lim.max_batch_size, lim.min_local_bsz,
+                           lim.max_local_bsz) for lim in limits], dtype=np.int64)[rows]
+        return cls(*table.T)
+
+
+def split_batch(batch_size, replicas, limits: JobLimits | LimitArrays) -> tuple[np.ndarray, np.ndarray]:
     """(micro-batch, accumulation steps) that run total batch M on R replicas.
 
     The fewest accumulation steps that keep the micro-batch within

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import scipy.optimize
 
-from coadapt.models.batching import JobLimits, split_batch
+from coadapt.models.batching import JobLimits, LimitArrays, split_batch
 
 _TINY = 1e-8
 
@@ -66,8 +67,10 @@ def gain(grad_sqr: float | np.ndarray, grad_var: float | np.ndarray,
     step at batch S*M0, in iterations at M0."""
     denom = np.asarray(grad_var / scale + grad_sqr, dtype=float)
     num = np.asarray(grad_var + grad_sqr, dtype=float)
-    safe = np.where(denom > 0, denom, 1.0)
-    return np.where(denom > 0, num / safe, 1.0)
+    positive = denom > 0
+    if positive.all():  # the usual case: no guard needed
+        return num / denom
+    return np.where(positive, num / np.where(positive, denom, 1.0), 1.0)
 
 
 def efficiency(grad_sqr: float | np.ndarray, grad_var: float | np.ndarray,
@@ -251,23 +254,106 @@ class GoodputModel:
 
     def optimize(self, nodes, replicas, limits: JobLimits,
                  num_candidates: int = 50) -> BatchChoice:
-        """Best batch size per (nodes, replicas): ``num_candidates`` geometric
-        candidates in [max(M0, min_m*R), max_batch], each run as
-        ``split_batch`` runs it (accumulation where the micro-batch limit
-        binds, two micro-batches on one replica above M0)."""
-        nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
-        replicas = np.atleast_1d(np.asarray(replicas, dtype=float))
-        nodes, replicas = np.broadcast_arrays(nodes, replicas)
-        lo_m, hi_m = limits.min_local_bsz, limits.max_local_bsz
-        lo = np.maximum(limits.init_batch_size, lo_m * replicas)
-        hi = np.maximum(lo, limits.max_batch_size)
-        frac = np.linspace(0.0, 1.0, num_candidates)[:, None]
-        batch = np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo)))
-        micro, accum = split_batch(batch, replicas, limits)
-        good = self.goodput(nodes, replicas, micro, accum)
-        valid = (micro >= lo_m) & (micro <= hi_m) & (replicas * micro * (accum + 1) <= hi + 1e-8)
-        good = np.where(valid, good, 0.0)
-        idx = np.argmax(good, axis=0)
-        cols = np.arange(good.shape[1])
-        return BatchChoice(good[idx, cols], micro[idx, cols].astype(int),
-                           accum[idx, cols].astype(int))
+        """Best batch size per (nodes, replicas): see :func:`best_batches`. A
+        job asks this for its own allocation at every epoch boundary; for a
+        few allocations the candidates and their throughput are memoized (they
+        change only with the throughput model), the efficiency is not."""
+        nodes, replicas = _allocations(nodes, replicas)
+        if nodes.size > _MEMO_SIZE:
+            return best_batches(self.perf.as_array(), self.grad.sqr, self.grad.var,
+                                self.init_batch_size, limits, nodes, replicas, num_candidates)
+        key = (limits, nodes.tobytes(), replicas.tobytes(), num_candidates)
+        grid = _memo_grid(*key)
+        return _pick(grid, _memo_throughput(self.perf, *key), self.grad.sqr, self.grad.var,
+                     self.init_batch_size)
+
+
+@dataclass(frozen=True)
+class BatchGrid:
+    """Candidate batches (rows) per allocation (columns) as ``split_batch`` runs
+    them, and which are legal: what an optimum needs besides the model."""
+
+    nodes: np.ndarray
+    replicas: np.ndarray
+    micro: np.ndarray
+    accum: np.ndarray
+    total: np.ndarray
+    valid: np.ndarray
+
+
+def _allocations(nodes, replicas) -> tuple[np.ndarray, np.ndarray]:
+    nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
+    replicas = np.atleast_1d(np.asarray(replicas, dtype=float))
+    return np.broadcast_arrays(nodes, replicas)
+
+
+def batch_grid(limits: JobLimits | LimitArrays, nodes, replicas,
+               num_candidates: int = 50) -> BatchGrid:
+    """``num_candidates`` geometric candidates in [max(M0, min_m*R), max_batch]."""
+    nodes, replicas = _allocations(nodes, replicas)
+    lo_m, hi_m = limits.min_local_bsz, limits.max_local_bsz
+    lo = np.maximum(limits.init_batch_size, lo_m * replicas)
+    hi = np.maximum(lo, limits.max_batch_size)
+    frac = np.linspace(0.0, 1.0, num_candidates)[:, None]
+    batch = np.exp(np.log(lo) + frac * (np.log(hi) - np.log(lo)))
+    micro, accum = split_batch(batch, replicas, limits)
+    total = replicas * micro * (accum + 1)
+    valid = (micro >= lo_m) & (micro <= hi_m) & (total <= hi + 1e-8)
+    return BatchGrid(nodes, replicas, micro, accum, total, valid)
+
+
+def _throughput(p: np.ndarray, g: BatchGrid) -> np.ndarray:
+    return g.total / step_time(p, g.nodes, g.replicas, g.micro, g.accum)
+
+
+def _pick(g: BatchGrid, throughput: np.ndarray, sqr, var, init_batch_size) -> BatchChoice:
+    scale = g.total / init_batch_size
+    good = np.where(g.valid, throughput * (gain(sqr, var, scale) / scale), 0.0)
+    idx = np.argmax(good, axis=0)
+    cols = np.arange(good.shape[1])
+    return BatchChoice(good[idx, cols], g.micro[idx, cols].astype(int),
+                       g.accum[idx, cols].astype(int))
+
+
+_MEMO_SIZE = 4
+"""Allocations per call up to which ``GoodputModel.optimize`` memoizes."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _memo_grid(limits: JobLimits, nodes: bytes, replicas: bytes, n: int) -> BatchGrid:
+    g = batch_grid(limits, np.frombuffer(nodes), np.frombuffer(replicas), n)
+    for a in (g.micro, g.accum, g.total, g.valid):
+        a.setflags(write=False)  # shared by every later call
+    return g
+
+
+@functools.lru_cache(maxsize=4096)
+def _memo_throughput(perf: PerfParams, limits: JobLimits, nodes: bytes, replicas: bytes,
+                     n: int) -> np.ndarray:
+    return _throughput(perf.as_array(), _memo_grid(limits, nodes, replicas, n))
+
+
+def best_batches(p: np.ndarray, sqr, var, init_batch_size, limits: JobLimits | LimitArrays,
+                 nodes, replicas, num_candidates: int = 50) -> BatchChoice:
+    """Best goodput and its batch per allocation (nodes, replicas): each
+    candidate of :func:`batch_grid` run as ``split_batch`` runs it
+    (accumulation where the micro-batch limit binds, two micro-batches on one
+    replica above M0), the legal one of most goodput.
+
+    One job's model (``p`` of shape (7,), scalars elsewhere) or many at once:
+    ``p`` of shape (7, n) and every other argument one entry per allocation
+    (``stacked_optimize``), so a policy evaluates all its jobs' tables in one
+    call. Each allocation's figures come from the same arithmetic either way."""
+    g = batch_grid(limits, nodes, replicas, num_candidates)
+    return _pick(g, _throughput(p, g), sqr, var, init_batch_size)
+
+
+def stacked_optimize(models: Sequence[GoodputModel], limits: Sequence[JobLimits],
+                     owner: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> BatchChoice:
+    """``GoodputModel.optimize`` for many jobs in one call: allocation i is
+    job ``owner[i]``'s (``models[owner[i]]`` within ``limits[owner[i]]``)."""
+    perf = np.array([m.perf.as_array() for m in models]).T[:, owner]
+    sqr = np.array([m.grad.sqr for m in models])[owner]
+    var = np.array([m.grad.var for m in models])[owner]
+    m0 = np.array([m.init_batch_size for m in models])[owner]
+    return best_batches(perf, sqr, var, m0, LimitArrays.of(limits, owner), nodes, replicas)

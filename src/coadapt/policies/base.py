@@ -9,6 +9,7 @@ node and batch size for each job. Only a policy that sets ``uses_oracle`` gets
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,8 +54,9 @@ class JobView:
     """It holds slots but is still (re)starting from its checkpoint, not yet
     stepping (its own report, as Sia's ``scaling_underway``)."""
 
-    @property
+    @functools.cached_property
     def replicas(self) -> int:
+        """Slots held (computed once: an allocation has an entry per node)."""
         return sum(self.allocation)
 
 

@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from coadapt.policies.base import JobView, Snapshot
-from coadapt.policies.placement import Placement
+from coadapt.policies.placement import Placement, as_array
 from coadapt.world.cluster import Node
 
 
@@ -36,8 +36,8 @@ class Config:
 def config_of(allocation: tuple[int, ...], nodes: tuple[Node, ...]) -> Config | None:
     """The configuration an allocation realizes (None: no slots, or it spans
     kinds, which no policy here produces)."""
-    used = [n for n, a in zip(nodes, allocation, strict=False) if a]
-    kinds = {n.kind for n in used}
+    used = np.flatnonzero(as_array(allocation)[: len(nodes)]) if allocation else ()
+    kinds = {nodes[i].kind for i in used}
     if len(kinds) != 1:
         return None
     return Config(kinds.pop(), len(used), sum(allocation))
@@ -72,7 +72,7 @@ def _keep_unchanged(configs: Mapping[str, Config], nodes: tuple[Node, ...],
         if now is None or (now.kind, now.slots) != (cfg.kind, cfg.slots) \
                 or cfg.nodes not in (0, now.nodes):
             continue
-        arr = np.array(cur)
+        arr = as_array(cur)
         if np.all(arr <= free):
             free -= arr
             out[name] = tuple(cur)
@@ -92,12 +92,13 @@ class WholeNodes:
         free = np.array([n.slots for n in nodes], dtype=int)
         cap = free.copy()
         kind = np.array([n.kind for n in nodes])
+        mine_of = {k: kind == k for k in {c.kind for c in configs.values()}}
         out = _keep_unchanged(configs, nodes, current, free)
         todo = sorted((c.nodes > 1, c.slots, name) for name, c in configs.items()
                       if name not in out and c.slots > 0)
         for _, _, name in reversed(todo):
             cfg = configs[name]
-            mine = kind == cfg.kind
+            mine = mine_of[cfg.kind]
             alloc = np.zeros_like(free)
             if cfg.nodes > 1:
                 whole = np.flatnonzero(mine & (free == cap))
@@ -114,7 +115,7 @@ class WholeNodes:
                     continue
                 alloc[fits[np.argmin(free[fits])]] = cfg.slots
             free -= alloc
-            out[name] = tuple(int(a) for a in alloc)
+            out[name] = tuple(alloc.tolist())
         return out
 
 
@@ -144,5 +145,5 @@ class FirstFit:
                 if left == 0:
                     break
             free -= alloc
-            out[name] = tuple(int(a) for a in alloc)
+            out[name] = tuple(alloc.tolist())
         return out

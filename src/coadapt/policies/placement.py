@@ -121,7 +121,7 @@ def spread_most_free(count: int, free: np.ndarray) -> tuple[int, ...] | None:
         alloc[i] += take
         free[i] -= take
         left -= take
-    return tuple(int(x) for x in alloc)
+    return tuple(alloc.tolist())
 
 
 def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
@@ -133,13 +133,22 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
     capacity = free.copy()
     multi = np.zeros(len(free), dtype=bool)  # node already hosts a multi-node job
     out: Placement = {}
-    for name, want in counts.items():
-        cur = current.get(name)
-        if want > 0 and cur is not None and sum(cur) == want and len(cur) == len(free):
-            arr = np.array(cur)
+    keep = [(name, cur, want) for name, want in counts.items()
+            if want > 0 and (cur := current.get(name)) is not None and len(cur) == len(free)]
+    rows = _as_matrix([cur for _, cur, _ in keep], len(free))
+    same = rows.sum(axis=1) == np.array([want for *_, want in keep], dtype=int)
+    keep = [(name, cur) for (name, cur, _), s in zip(keep, same, strict=True) if s]
+    rows = rows[same]
+    spread = np.count_nonzero(rows, axis=1) > 1
+    if np.all(rows.sum(axis=0) <= free):  # all fit: as the one-by-one check would find
+        free -= rows.sum(axis=0, dtype=free.dtype)
+        multi |= (rows[spread] > 0).any(axis=0)
+        out.update(keep)
+    else:
+        for (name, cur), arr, many in zip(keep, rows, spread, strict=True):
             if np.all(arr <= free):
                 free -= arr
-                if np.count_nonzero(arr) > 1:
+                if many:
                     multi |= arr > 0
                 out[name] = cur
     todo = sorted(((n, c) for n, c in counts.items() if c > 0 and n not in out),
@@ -151,13 +160,29 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
     return out
 
 
+def _as_matrix(allocs: list[tuple[int, ...]], nodes: int) -> np.ndarray:
+    """Allocations as rows of an array, converted in C (a round at a thousand
+    jobs on a thousand nodes converts a million entries)."""
+    if not allocs:
+        return np.zeros((0, nodes), dtype=np.int64)
+    try:  # slots per node below 256 (every cluster here): one byte each
+        return np.frombuffer(b"".join(map(bytes, allocs)), dtype=np.uint8).reshape(-1, nodes)
+    except ValueError:
+        return np.array(allocs, dtype=np.int64)
+
+
+def as_array(alloc: tuple[int, ...]) -> np.ndarray:
+    """One allocation as an array (read-only), converted as ``_as_matrix`` does."""
+    return _as_matrix([alloc], len(alloc))[0]
+
+
 def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,
                multi: np.ndarray) -> tuple[int, ...] | None:
     fits = np.flatnonzero(free >= want)
     alloc = np.zeros_like(free)
     if len(fits):
         # Best fit: the fullest node that still has room keeps big holes open.
-        i = fits[np.argmin(free[fits] + 1e-3 * fits)]
+        i = fits[np.argmin(free[fits])]  # the first such node on ties
         alloc[i] = want
     else:
         usable = np.flatnonzero((free > 0) & ~multi)
@@ -181,4 +206,4 @@ def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,
     free -= alloc
     if np.count_nonzero(alloc) > 1:
         multi |= alloc > 0
-    return tuple(int(x) for x in alloc)
+    return tuple(alloc.tolist())

@@ -53,7 +53,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coadapt.models.goodput import GoodputModel
+from coadapt.models.goodput import stacked_optimize
 from coadapt.policies.base import (
     Assignment,
     Decision,
@@ -64,13 +64,11 @@ from coadapt.policies.base import (
     register_variant,
 )
 from coadapt.policies.estimates import (
-    best_goodput,
     fixed_batch,
-    fixed_batch_goodput,
     growth_cap,
-    packed_nodes,
     start_slots,
 )
+from coadapt.policies.goodput_tables import GoodputTables, Table
 from coadapt.policies.options import apply_options, with_options
 from coadapt.policies.placement import Pack, Placer
 from coadapt.policies.solve import partitioned_allocation
@@ -105,10 +103,11 @@ class Pollux:
     name: str = "pollux"
     placer: Placer = field(default_factory=Pack)
     uses_oracle: ClassVar[bool] = False
-    _tables: dict[str, tuple[GoodputModel, np.ndarray]] = field(default_factory=dict)
+    tables: GoodputTables = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         apply_options(self)
+        self.tables = GoodputTables(fixed=not self.adapt_batch)
 
     def _max_slots(self, job: JobView, total: int) -> int:
         """Most slots a job can use: its limits, and at a fixed batch at least
@@ -118,41 +117,30 @@ class Pollux:
             limit = min(limit, fixed_batch(job) // job.limits.min_local_bsz)
         return max(limit, 1)
 
-    def _goodput_table(self, job: JobView, limit: int, per_node: int) -> np.ndarray:
-        """Goodput at 0..limit packed slots, cached until the job's model
-        changes; only the counts a round can use (up to the growth cap and the
-        fair share), not every count up to the cluster's size."""
-        hit = self._tables.get(job.name)
-        if hit is not None and hit[0] is job.model and len(hit[1]) > limit:
-            return hit[1]
-        r = np.arange(1, limit + 1)
-        nodes = packed_nodes(r, per_node)
-        good = best_goodput(job, nodes, r).goodput if self.adapt_batch else \
-            fixed_batch_goodput(job, nodes, r, fixed_batch(job))
-        table = np.concatenate([[0.0], good])
-        self._tables[job.name] = (job.model, table)
-        return table
-
-    def _speedups(self, job: JobView, total: int, per_node: int,
-                  fair: int) -> tuple[np.ndarray, float]:
-        """Speedup at 0..top slots (NaN where the job may not run at that
-        count) and the goodput at the fair share it is relative to (0: unknown)."""
-        limit = self._max_slots(job, total)
+    def _top(self, job: JobView, limit: int, total: int, per_node: int) -> int:
+        """The most slots this round may give: the growth cap, or the request."""
         if self.adapt_workers:
-            top = min(limit, growth_cap(job, total, start_slots(job, per_node,
-                                                                self.config.start_node)))
-        else:
-            top = max(1, min(job.requested_replicas, limit))
-        s = np.arange(top + 1) / fair
-        base = 0.0
-        if job.model is not None:
-            table = self._goodput_table(job, max(top, min(fair, limit)), per_node)
-            base = float(table[min(fair, limit)])
-            if base > 0:
-                s = table[: top + 1] / base
+            return min(limit, growth_cap(job, total, start_slots(job, per_node,
+                                                                 self.config.start_node)))
+        return max(1, min(job.requested_replicas, limit))
+
+    def _speedups(self, jobs: tuple[JobView, ...], tables: list[Table | None], top: np.ndarray,
+                  at: np.ndarray, fair: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per job (rows) the speedup at 0..max(top) slots, NaN past its top or
+        where it may not run, relative to its goodput at ``at`` (the fair share
+        within its limit): slots / fair for a job with no model yet. And that
+        goodput per job (0: unknown)."""
+        r = np.arange(int(top.max()) + 1)
+        s = np.tile(r / fair, (len(jobs), 1))
+        base = np.zeros(len(jobs))
+        for i, t in enumerate(tables):
+            if t is not None:
+                base[i] = b = t.goodput[at[i]]
+                if b > 0:
+                    s[i, : top[i] + 1] = t.goodput[: top[i] + 1] / b
+        s[r[None, :] > top[:, None]] = np.nan
         if not self.adapt_workers:
-            r = np.arange(top + 1)
-            s = np.where((r == 0) | (r == top), s, np.nan)
+            s = np.where((r[None, :] == 0) | (r[None, :] == top[:, None]), s, np.nan)
         return s, base
 
     def _weight(self, job: JobView, fair_goodput: float, tau: float) -> float:
@@ -164,49 +152,90 @@ class Pollux:
         behind = job.progress / rate if rate > 0 and job.progress > 0 else 0.0
         return float(((job.age + tau) / (behind + tau)) ** self.fairness)
 
+    def costs(self, snap: Snapshot) -> tuple[np.ndarray, list[Table | None]]:
+        """Jobs x slot counts: the cost whose sum the allocation minimizes (np.inf
+        where a count is not allowed), and the jobs' goodput tables."""
+        jobs = snap.jobs
+        n, total, per_node = len(jobs), snap.total_slots, snap.max_slots_per_node
+        fair = max(1, math.ceil(total / n))
+        delay = self.config.restart_delay
+        p = self.config.p if self.p is None else self.p
+        limit = np.array([self._max_slots(j, total) for j in jobs])
+        top = np.array([self._top(j, int(lim), total, per_node)
+                        for j, lim in zip(jobs, limit, strict=True)])
+        at = np.minimum(fair, limit)
+        tables = self.tables.lookup(jobs, np.maximum(top, at), per_node)
+        s, base = self._speedups(jobs, tables, top, at, fair)
+        weight = np.array([j.weight * self._weight(j, float(b), delay)
+                           for j, b in zip(jobs, base, strict=True)])
+        age = np.array([j.age for j in jobs])
+        restarts = np.array([j.restarts for j in jobs])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # no delay at age 0 (a job just submitted, --restart-delay 0): nothing to lose
+            factor = np.where(age + delay > 0,
+                              np.maximum(age - restarts * delay, 0.0) / (age + delay), 1.0)
+        r = np.arange(s.shape[1])
+        current = np.array([j.replicas for j in jobs])
+        s = np.where(r[None, :] == current[:, None], s, s * factor[:, None])
+        cost = weight[:, None] * power_cost(s, p)
+        cost[r[None, :] > top[:, None]] = np.inf
+        # Among jobs left without slots, prefer to serve the least-served:
+        # a little more cost for leaving it out, whatever the sign of p.
+        rank = np.argsort(np.argsort([j.attained_service for j in jobs], kind="stable"))
+        cost[:, 0] += np.abs(cost[:, 0]) * 1e-3 * (n - rank) / n
+        return cost, tables
+
     def decide(self, snap: Snapshot) -> Decision:
         jobs = snap.jobs
         if not jobs:
             return {}
-        total, per_node = snap.total_slots, snap.max_slots_per_node
-        fair = max(1, math.ceil(total / len(jobs)))
-        delay = self.config.restart_delay
-        p = self.config.p if self.p is None else self.p
-        rank = np.argsort(np.argsort([j.attained_service for j in jobs], kind="stable"))
-        costs = []
-        for job, rk in zip(jobs, rank, strict=True):
-            s, fair_goodput = self._speedups(job, total, per_node, fair)
-            weight = self._weight(job, fair_goodput, delay)
-            # no delay at age 0 (a job just submitted, --restart-delay 0): nothing to lose
-            factor = max(job.age - job.restarts * delay, 0.0) / (job.age + delay) \
-                if job.age + delay > 0 else 1.0
-            r = np.arange(len(s))
-            s = np.where(r == job.replicas, s, s * factor)
-            cost = job.weight * weight * power_cost(s, p)
-            # Among jobs left without slots, prefer to serve the least-served:
-            # a little more cost for leaving it out, whatever the sign of p.
-            cost[0] += abs(cost[0]) * 1e-3 * (len(jobs) - rk) / len(jobs)
-            costs.append(cost)
-        counts = partitioned_allocation(costs, total)
+        cost, tables = self.costs(snap)
+        counts = partitioned_allocation(cost, snap.total_slots)
         want = {j.name: c for j, c in zip(jobs, counts, strict=True) if c > 0}
         placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in jobs})
         out: Decision = {}
-        for job in jobs:
+        per_node = snap.max_slots_per_node
+        chosen = []
+        for job, table in zip(jobs, tables, strict=True):
             alloc = placed.get(job.name)
-            if alloc is None or (not self.adapt_workers and sum(alloc) != want[job.name]):
+            if alloc is None:
+                continue
+            replicas = job.replicas if alloc is job.allocation else sum(alloc)
+            if not self.adapt_workers and replicas != want[job.name]:
                 continue  # a gang that did not fit whole waits
-            out[job.name] = Assignment(alloc, self._batch(job, alloc), adaptive=self.adapt_batch)
+            chosen.append((job, alloc, replicas, table))
+        for (job, alloc, _, _), batch in zip(chosen, self._batches(chosen, per_node), strict=True):
+            out[job.name] = Assignment(alloc, batch, adaptive=self.adapt_batch)
         return out
 
-    def _batch(self, job: JobView, alloc: tuple[int, ...]) -> int:
-        if not self.adapt_batch:
-            return fixed_batch(job)
-        replicas = sum(alloc)
-        if job.model is None:
-            return int(job.limits.start_batch(replicas))
-        nodes = sum(1 for a in alloc if a)
-        choice = best_goodput(job, np.array([nodes]), np.array([replicas]))
-        return int(choice.batch_size[0]) * replicas
+    def _batches(self, chosen: list[tuple[JobView, tuple[int, ...], int, Table | None]],
+                 per_node: int) -> list[int]:
+        """Each placed job's total batch: its requested one (``adapt_batch``
+        off), the start batch without a model, else the goodput optimum of its
+        allocation: its table's where packed as the table assumes, the others
+        in one stacked evaluation."""
+        out: list[int] = []
+        misses: list[int] = []
+        for i, (job, alloc, replicas, table) in enumerate(chosen):
+            if not self.adapt_batch:
+                out.append(fixed_batch(job))
+            elif job.model is None:
+                out.append(int(job.limits.start_batch(replicas)))
+            elif table is not None and replicas < len(table.local_batch) \
+                    and len(alloc) - alloc.count(0) == max(-(-replicas // per_node), 1):
+                out.append(int(table.local_batch[replicas]) * replicas)
+            else:
+                out.append(0)
+                misses.append(i)
+        if misses:
+            picked = [chosen[i] for i in misses]
+            nodes = np.array([len(a) - a.count(0) for _, a, _, _ in picked])
+            replicas = np.array([r for _, _, r, _ in picked])
+            best = stacked_optimize([j.model for j, *_ in picked], [j.limits for j, *_ in picked],
+                                    np.arange(len(picked)), nodes, replicas)
+            for i, b, r in zip(misses, best.batch_size, replicas, strict=True):
+                out[i] = int(b) * int(r)
+        return out
 
 
 register_variant("pollux-workers-only", Pollux, adapt_batch=False)

@@ -83,21 +83,33 @@ class RunSettings:
 
 _PER_STEP = frozenset({"epoch", "progress"})
 """Kinds a long run logs by the million: the results need only their goodput."""
+_READ = frozenset({"header", "submit", "start", "allocate", "complete", "fail", "fairness",
+                   "round", "end"}) | _PER_STEP
+"""The kinds the job table and summary read (``metrics.compute``)."""
 
 
-def _slim(event: dict[str, Any]) -> dict[str, Any]:
-    """What the job table and summary read of an event (the whole of most;
-    of an epoch or progress event only its time, job and goodput), so the
-    results of a long run fit in memory."""
-    if event["kind"] in _PER_STEP:
-        return {"t": event["t"], "kind": event["kind"], "job": event.get("job"),
+def _slim(event: dict[str, Any]) -> dict[str, Any] | None:
+    """What the job table and summary read of an event (None: nothing): of an
+    epoch or progress event its time, job and goodput; of an allocation all
+    but the per-node list (an entry per node, thousands on a large cluster);
+    of a round its decision time. The results of a long run fit in memory."""
+    kind = event["kind"]
+    if kind not in _READ:
+        return None
+    if kind in _PER_STEP:
+        return {"t": event["t"], "kind": kind, "job": event.get("job"),
                 "goodput": event.get("goodput")}
+    if kind == "allocate":
+        event.pop("allocation", None)
+    elif kind == "round":
+        return {"t": event["t"], "kind": kind, "job": None,
+                "decision_ms": event.get("decision_ms")}
     return event
 
 
 def write_results(out_dir: Path) -> dict[str, Any]:
     """jobs.csv and summary.json from ``out_dir/events.jsonl`` alone."""
-    events = [_slim(e) for e in read_events(out_dir / "events.jsonl")]
+    events = [e for e in map(_slim, read_events(out_dir / "events.jsonl")) if e is not None]
     summary = summarize(events)
     job_table(events).write_csv(out_dir / "jobs.csv")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -8,6 +8,7 @@ nothing more.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -96,11 +97,13 @@ def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
 
 
 class NodeSlots:
-    """Slot arithmetic over ``nodes``, shared by the cluster and the policies' snapshot."""
+    """Slot arithmetic over ``nodes``, shared by the cluster and the policies' snapshot.
+    The derived figures are computed once per object (``nodes`` never changes):
+    a policy reads them per job, and at thousands of nodes each is a walk."""
 
     nodes: tuple[Node, ...]
 
-    @property
+    @functools.cached_property
     def slots_per_node(self) -> tuple[int, ...]:
         return tuple(n.slots for n in self.nodes)
 
@@ -108,16 +111,16 @@ class NodeSlots:
     def num_nodes(self) -> int:
         return len(self.nodes)
 
-    @property
+    @functools.cached_property
     def total_slots(self) -> int:
         return sum(n.slots for n in self.nodes)
 
-    @property
+    @functools.cached_property
     def max_slots_per_node(self) -> int:
         """The most slots one node has: what a job packed on one node can get."""
         return max(n.slots for n in self.nodes)
 
-    @property
+    @functools.cached_property
     def kinds(self) -> tuple[str, ...]:
         """The kinds of node present, in node order."""
         return tuple(dict.fromkeys(n.kind for n in self.nodes))

@@ -31,12 +31,17 @@ _SCHEMAS = {
 }
 
 
+_COUNTS = {"local_bsz", "num_nodes", "num_replicas"}
+"""Columns that count samples or workers: whole numbers (kept as floats)."""
+
+
 def read_table(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Read a CSV and check it; errors name file, line and field."""
     if not path.exists():
         raise ProfileError(f"{path}: file not found (expected columns {', '.join(schema)})")
-    kinds = {col: str if dtype == pl.Utf8 else float for col, dtype in schema.items()}
-    return read_csv_checked(path, kinds).select(list(schema))
+    kinds = {col: str if dtype == pl.Utf8 else int if col in _COUNTS else float
+             for col, dtype in schema.items()}
+    return read_csv_checked(path, kinds).select(list(schema)).cast(schema)
 
 
 def read_validation(folder: Path) -> dict[int, pl.DataFrame]:
