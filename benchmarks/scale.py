@@ -77,7 +77,8 @@ def run_one(workload: Path, slots: int, policy: str, out: Path, timeout: float) 
     row: dict = {"wall_s": wall, "peak_mb": usage.ru_maxrss / 1024,
                  "error": None if os.waitstatus_to_exitcode(status) == 0
                  else proc.stderr.read().decode()[-300:]}
-    log = out / policy / "events.jsonl"
+    log = out / policy / "events.jsonl.gz"
+    log = log if log.exists() else out / policy / "events.jsonl"
     if row["error"] is None and log.exists():
         row.update(log_figures(log))
     return row
@@ -160,9 +161,14 @@ def main(argv: list[str] | None = None) -> int:
                                        "decide_ms_p99", "mean_jct_s")) + "\n")
     for policy in args.policy.split(","):
         d = df.filter(pl.col("policy") == policy)
-        e = exponent(d, "jobs", "wall_s")
-        sys.stdout.write(f"{policy}: wall time grows as jobs^{e:.2f}\n" if e is not None
-                         else f"{policy}: too few points for an exponent\n")
+        grow = {y: exponent(d, "jobs", y) for y in ("wall_s", "peak_mb", "decide_ms_median")}
+        if grow["wall_s"] is None:
+            sys.stdout.write(f"{policy}: too few points for an exponent\n")
+            continue
+        sys.stdout.write(f"{policy}: as jobs (and slots with them) grow, wall time grows as "
+                         f"jobs^{grow['wall_s']:.2f}, peak memory as jobs^{grow['peak_mb']:.2f}"
+                         + (f", decision time as jobs^{grow['decide_ms_median']:.2f}"
+                            if grow["decide_ms_median"] is not None else "") + "\n")
     sys.stdout.write(f"wrote {args.out / 'scale.csv'} and {args.out / 'scale.png'} "
                      "(SIMULATED runs)\n")
     return 0

@@ -110,6 +110,34 @@ def test_fractional_micro_batch_in_a_profile_is_refused(setup, capsys):
     assert not (tmp / "o").exists()
 
 
+def test_a_large_workload_logs_gzipd_and_every_reader_takes_it(setup, capsys, monkeypatch):
+    import coadapt.runs.simulate as simulate
+
+    monkeypatch.setattr(simulate, "GZIP_JOBS", 3)  # 6 jobs: "large"
+    tmp, ref, wl = setup
+    out = tmp / "out"
+    args = ["--workload", str(wl), "--profiles", f"adaptdl:{ref}", "--cluster", "2x4",
+            "--no-progress", "--no-plots"]
+    assert main(["simulate", *args, "--policy", "fixed,pollux", "--out", str(out)]) == 0
+    for policy in ("fixed", "pollux"):
+        assert (out / policy / "events.jsonl.gz").exists()
+        assert not (out / policy / "events.jsonl").exists()
+        assert json.loads((out / policy / "summary.json").read_text())["completed"] == 6
+    plain = json.loads((out / "pollux" / "summary.json").read_text())
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0 and "pollux" in capsys.readouterr().out
+    # a replay of the gzip'd logs, into a folder of its own, reproduces the JCTs
+    again = tmp / "again"
+    assert main(["simulate", *args, "--replay", str(out), "--out", str(again)]) == 0
+    assert json.loads((again / "pollux" / "summary.json").read_text())["avg_jct"] == \
+        pytest.approx(plain["avg_jct"], rel=0.05)
+    # rerunning a smaller workload into the same folder leaves one log, plain
+    monkeypatch.setattr(simulate, "GZIP_JOBS", 100)
+    assert main(["simulate", *args, "--policy", "pollux", "--out", str(out), "--force"]) == 0
+    assert (out / "pollux" / "events.jsonl").exists()
+    assert not (out / "pollux" / "events.jsonl.gz").exists()
+
+
 def test_help_explains(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])

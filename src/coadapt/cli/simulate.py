@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coadapt.cli.errors import fail
+from coadapt.eventlog import log_in, logs_below
 
 DESCRIPTION = """\
 Replay a workload on a modeled cluster under each scheduling policy (SimPy
@@ -83,7 +84,7 @@ def holds_live_run(out: Path) -> str | None:
 
     if (out / "live.json").exists():
         return f"{out / 'live.json'} exists"
-    for path in [out / "events.jsonl", *sorted(out.glob("*/events.jsonl"))]:
+    for path in [log_in(out), *logs_below(out)]:
         reason = live_log(path)
         if reason is not None:
             return reason
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         check_out_path(out)
         names = policy_names_of(args.policy)
         if args.replay is not None:
-            recorded = sorted(p.parent.name for p in Path(args.replay).glob("*/events.jsonl"))
+            recorded = [p.parent.name for p in logs_below(args.replay)]
             if not recorded:
                 raise ValueError(f"--replay {args.replay}: no <policy>/events.jsonl below it")
             names = recorded if args.policy == ["all"] else [n for n in names if n in recorded]
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         costs = resolve_costs(args.calibration, args.profiles)
         if costs is not None:
             costs.require({j.application for j in workload.jobs})
-        replays = {n: ReplayPolicy.from_log(Path(args.replay) / n / "events.jsonl", workload)
+        replays = {n: ReplayPolicy.from_log(log_in(Path(args.replay) / n), workload)
                    for n in names} if args.replay else {}
         world = world_of(args, profiles, costs)  # built once: every policy runs in it
         settings = policy_settings(run_settings(args, world, workload,

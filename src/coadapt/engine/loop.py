@@ -320,6 +320,7 @@ class Engine:
         self._leave(job)
         self.log.emit(now, "complete", r.name, jct=now - r.spec.submit_time,
                       progress=r.progress, restarts=max(r.restarts, 0), **fields)
+        r.release()
         self._finished(now)
 
     def abandon(self, job: JobHandle, now: float, reason: str) -> None:

@@ -93,6 +93,13 @@ class Observations:
         if self._perf is None or not predicts_well(self._perf, *key, *cur, tol=self.tolerance):
             self._stale = True
 
+    def release(self) -> None:
+        """Forget the samples (the job finished); the configurations it ran at
+        and the fitted model stay."""
+        self._samples = dict.fromkeys(self._samples, ())  # type: ignore[arg-type]
+        self._checked.clear()
+        self._stale = False
+
     def set_grad(self, sqr: float, var: float) -> bool:
         """New gradient statistics; True when they changed the model."""
         if self._grad is not None and (self._grad.sqr, self._grad.var) == (sqr, var):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coadapt.engine.observations import Key, Observations, key
-from coadapt.models.batching import JobLimits, split_batch
+from coadapt.models.batching import JobLimits, split_one
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import JobView, Oracle
 from coadapt.world.cluster import DEFAULT_KIND
@@ -39,6 +39,9 @@ class JobRecord:
     by_kind: dict[str, Observations] = field(default_factory=dict)
     """Observations per kind it ran on (``obs`` is the current kind's): a job's
     steps on one kind of node say nothing exact about another."""
+    _shape: tuple | None = field(default=None, repr=False, compare=False)
+    """(allocation, placement, nodes used, replicas), derived once per allocation:
+    read at every event, and an allocation has an entry per node."""
 
     @classmethod
     def new(cls, spec: JobSpec, limits: JobLimits, now: float,
@@ -50,19 +53,35 @@ class JobRecord:
     def name(self) -> str:
         return self.spec.name
 
+    def _derived(self) -> tuple:
+        shape = self._shape
+        if shape is None or shape[0] is not self.allocation:
+            a = self.allocation
+            used = tuple(i for i, x in enumerate(a) if x)
+            shape = self._shape = (a, tuple(a[i] for i in used), used, sum(a))
+        return shape
+
     @property
     def placement(self) -> tuple[int, ...]:
         """Slots on each node used, without the empty nodes (what the truth prices)."""
-        return tuple(a for a in self.allocation if a)
+        return self._derived()[1]
 
     @property
     def nodes_used(self) -> tuple[int, ...]:
         """Indices of the nodes the allocation uses, parallel to ``placement``."""
-        return tuple(i for i, a in enumerate(self.allocation) if a)
+        return self._derived()[2]
 
     @property
     def replicas(self) -> int:
-        return sum(self.allocation)
+        return self._derived()[3]
+
+    def release(self) -> None:
+        """The job left the schedule: drop what grows with the cluster or its
+        steps (its allocation, its observations' samples), keep its models and
+        figures, so that a run of many jobs holds little per finished job."""
+        self.allocation = ()
+        for o in (self.obs, *self.by_kind.values()):
+            o.release()
 
     @property
     def obs_key(self) -> Key:
@@ -130,8 +149,7 @@ class JobRecord:
         if batch is None:
             batch = int(lim.start_batch(r)) if self.adaptive else \
                 self.spec.batch_size
-        micro, accum = split_batch(batch, r, lim)
-        self.micro, self.accum = int(micro), int(accum)
+        self.micro, self.accum = split_one(int(batch), r, lim)
 
     def view(self, now: float, nodes: int, oracle: Oracle | None = None) -> JobView:
         return JobView(

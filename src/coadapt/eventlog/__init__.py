@@ -1,5 +1,15 @@
 """The one event log shared by simulation, live runs and job workers."""
 
-from coadapt.eventlog.log import SCHEMA_VERSION, EventLog, read_events, run_header
+from coadapt.eventlog.log import (
+    LOG,
+    LOG_GZ,
+    SCHEMA_VERSION,
+    EventLog,
+    log_in,
+    logs_below,
+    read_events,
+    run_header,
+)
 
-__all__ = ["SCHEMA_VERSION", "EventLog", "read_events", "run_header"]
+__all__ = ["LOG", "LOG_GZ", "SCHEMA_VERSION", "EventLog", "log_in", "logs_below", "read_events",
+           "run_header"]

@@ -4,8 +4,10 @@ Every stage writes the same format so that metrics are computed from the log
 alone: one JSON object per line with at least ``t`` (seconds since the start of
 the experiment), ``kind`` and ``job`` (``None`` for cluster-wide events). The
 first line is a ``header`` event carrying the schema version and run metadata.
-``read_events`` also reads a gzip'd log (a ``.gz`` path), as the experiment
-grid files them.
+A log may be gzip'd (a ``.gz`` path, ``LOG_GZ``): a simulation of many jobs
+writes one, the experiment grid files them so; it is still flushed per event
+(a sync flush: a cut stream reads up to its last event). ``log_in`` and
+``logs_below`` find a run's log under either name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,22 @@ from pathlib import Path
 from typing import IO, Any
 
 SCHEMA_VERSION = 1
+LOG = "events.jsonl"
+LOG_GZ = "events.jsonl.gz"
+
+
+def log_in(folder: str | Path) -> Path:
+    """The event log of the run in ``folder``: ``events.jsonl.gz`` where that
+    exists, else ``events.jsonl`` (which may not exist yet)."""
+    folder = Path(folder)
+    return folder / LOG_GZ if (folder / LOG_GZ).exists() else folder / LOG
+
+
+def logs_below(root: str | Path) -> list[Path]:
+    """Every ``root/<policy>/`` log, gzip'd or not (one per policy folder), sorted."""
+    root = Path(root)
+    return sorted({p.parent: log_in(p.parent) for p in
+                   [*root.glob(f"*/{LOG}"), *root.glob(f"*/{LOG_GZ}")]}.values())
 
 KINDS = frozenset(
     {
@@ -57,6 +75,8 @@ def _clean(value: Any) -> Any:
     if kind is dict:
         return {str(k): _clean(v) for k, v in value.items()}
     if kind is list or kind is tuple:
+        if set(map(type, value)) <= _PLAIN:  # an allocation: an int per node, checked in C
+            return list(value)
         return [_clean(v) for v in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
         value = value.item()
@@ -87,7 +107,10 @@ class EventLog:
         else:
             assert self.path is not None
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+            if self.path.suffix == ".gz":  # level 1: a large log, written fast
+                self._fh = gzip.open(self.path, "at", compresslevel=1, encoding="utf-8")
+            else:
+                self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
             self._owns = True
 
     def header(self, **meta: Any) -> None:
@@ -125,7 +148,9 @@ def _lines(path: Path) -> Iterator[str]:
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             yield from fh
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+    except EOFError:
+        return  # cut after its last flush (a killed run): what was flushed is whole
+    except (gzip.BadGzipFile, zlib.error) as exc:
         raise ValueError(f"{path}: not a readable gzip'd event log ({exc})") from exc
 
 

@@ -88,7 +88,7 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
     """Simulate one cell; returns its row and its gzip'd event log."""
     import argparse
 
-    from coadapt.eventlog import read_events
+    from coadapt.eventlog import log_in, read_events
     from coadapt.metrics.breakdown import breakdown
     from coadapt.runs.options import settings as run_settings
     from coadapt.runs.options import world_of
@@ -101,8 +101,9 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
                        policy_args=ctx.policy_args, plugins=ctx.plugins)  # make_policy loads them
     with scratch_dir(CELL_SCRATCH) as tmp:  # a killed worker's is removed at the next start
         summary = simulate_policy(world, workload, cell.policy, settings, tmp)
-        raw = (tmp / "events.jsonl").read_bytes()
-        extra = breakdown(list(read_events(tmp / "events.jsonl")))
+        log = log_in(tmp)
+        raw = gzip.decompress(log.read_bytes()) if log.suffix == ".gz" else log.read_bytes()
+        extra = breakdown(list(read_events(log)))
     row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
            "tiresias_threshold": settings.tiresias_threshold,
            "restart_delay": settings.restart_delay, "fingerprint": ctx.fingerprint,

@@ -10,6 +10,7 @@ steps) calls ``split_batch``; everything that times an accumulating step calls
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,6 +76,14 @@ def split_batch(batch_size, replicas, limits: JobLimits | LimitArrays) -> tuple[
     micro = np.ceil(local / (accum + 1) - 1e-8)
     micro = np.minimum(micro, np.floor(limits.max_batch_size / (r * (accum + 1))))
     return np.maximum(micro, 1).astype(int), accum.astype(int)
+
+
+@functools.lru_cache(maxsize=65536)
+def split_one(batch_size: int, replicas: int, limits: JobLimits) -> tuple[int, int]:
+    """``split_batch`` of one (M, R) as ints, memoized: every job asks it at
+    every epoch boundary, for the few batches it runs."""
+    micro, accum = split_batch(batch_size, replicas, limits)
+    return int(micro), int(accum)
 
 
 def step_with_accum(step, sync, accum):

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.eventlog import read_events, run_header
+from coadapt.eventlog import logs_below, read_events, run_header
 from coadapt.metrics import job_table, summarize, timeline
 from coadapt.report.order import ordered_policies
 from coadapt.util.outdir import PARTIAL, unfinished
@@ -75,7 +75,7 @@ def read_runs(root: Path, baseline: str | None = None) -> list[RunLog]:
     """The logs of ``root/<policy>/events.jsonl`` in table order (``baseline``
     first); ReportError when one is unreadable (naming the file and line) or
     lacks its header, or when they record different workloads."""
-    paths = {p.parent.name: p for p in root.glob("*/events.jsonl")}
+    paths = {p.parent.name: p for p in logs_below(root)}
     runs = []
     for name in ordered_policies(paths, baseline):
         try:

@@ -32,6 +32,7 @@ from typing import Any
 
 import polars as pl
 
+from coadapt.eventlog import log_in
 from coadapt.report.simlive_jobs import (
     JOB_SCHEMA,
     PolicyComparison,
@@ -114,8 +115,8 @@ class Comparison:
 def compare_runs(sim: Mapping[str, Sequence[Event]], live: Mapping[str, Sequence[Event]],
                  sim_dir: str = "sim", live_dir: str = "live") -> Comparison:
     """Compare every policy present on both sides (``{policy: events}`` each)."""
-    sim_runs = {p: run_info(Path(sim_dir) / p / "events.jsonl", ev) for p, ev in sim.items()}
-    live_runs = {p: run_info(Path(live_dir) / p / "events.jsonl", ev) for p, ev in live.items()}
+    sim_runs = {p: run_info(log_in(Path(sim_dir) / p), ev) for p, ev in sim.items()}
+    live_runs = {p: run_info(log_in(Path(live_dir) / p), ev) for p, ev in live.items()}
     common = sorted(set(sim) & set(live))
     if not common:
         raise CompareError(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coadapt.eventlog import read_events, run_header
+from coadapt.eventlog import logs_below, read_events, run_header
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def load_results(root: str | Path) -> dict[str, list[Event]]:
     root = Path(root)
     if not root.is_dir():
         raise CompareError(f"{root}: no such results folder")
-    logs = sorted(root.glob("*/events.jsonl"))
+    logs = logs_below(root)
     if not logs:
         raise CompareError(f"{root}: no <policy>/events.jsonl below it")
     out: dict[str, list[Event]] = {}

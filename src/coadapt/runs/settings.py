@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from coadapt.backends.modeled.job import check_observation_noise
-from coadapt.eventlog import read_events
-from coadapt.metrics import job_table, summarize
+from coadapt.eventlog import log_in, read_events
+from coadapt.metrics import Tally, job_table, summarize
 from coadapt.policies.base import PolicyConfig, PolicyOptions
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.world import EFFICIENCY_TRUTHS, World, check_bootstrap_error
@@ -81,36 +81,10 @@ class RunSettings:
 
 
 
-_PER_STEP = frozenset({"epoch", "progress"})
-"""Kinds a long run logs by the million: the results need only their goodput."""
-_READ = frozenset({"header", "submit", "start", "allocate", "complete", "fail", "fairness",
-                   "round", "end"}) | _PER_STEP
-"""The kinds the job table and summary read (``metrics.compute``)."""
-
-
-def _slim(event: dict[str, Any]) -> dict[str, Any] | None:
-    """What the job table and summary read of an event (None: nothing): of an
-    epoch or progress event its time, job and goodput; of an allocation all
-    but the per-node list (an entry per node, thousands on a large cluster);
-    of a round its decision time. The results of a long run fit in memory."""
-    kind = event["kind"]
-    if kind not in _READ:
-        return None
-    if kind in _PER_STEP:
-        return {"t": event["t"], "kind": kind, "job": event.get("job"),
-                "goodput": event.get("goodput")}
-    if kind == "allocate":
-        event.pop("allocation", None)
-    elif kind == "round":
-        return {"t": event["t"], "kind": kind, "job": None,
-                "decision_ms": event.get("decision_ms")}
-    return event
-
-
 def write_results(out_dir: Path) -> dict[str, Any]:
-    """jobs.csv and summary.json from ``out_dir/events.jsonl`` alone."""
-    events = [e for e in map(_slim, read_events(out_dir / "events.jsonl")) if e is not None]
-    summary = summarize(events)
-    job_table(events).write_csv(out_dir / "jobs.csv")
+    """jobs.csv and summary.json from the run's event log alone (``log_in``)."""
+    tally = Tally.of(read_events(log_in(out_dir)))  # one streamed pass, a few numbers per event
+    summary = summarize(tally)
+    job_table(tally).write_csv(out_dir / "jobs.csv")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from coadapt.backends.modeled.backend import ModeledBackend
 from coadapt.engine.loop import Engine
-from coadapt.eventlog import EventLog
+from coadapt.eventlog import LOG, LOG_GZ, EventLog
 from coadapt.policies import Policy, make_policy
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.runs.fairness import append_fairness, yardstick_for
@@ -22,6 +23,9 @@ from coadapt.world.workload import Workload
 from coadapt.world.world import World
 
 KINDS = ("simulation", "prediction", "sim-measured", "replay")
+GZIP_JOBS = 5_000
+"""A workload of more jobs writes its log gzip'd (``events.jsonl.gz``): the
+whole Philly trace logs gigabytes of allocations (an entry per node each)."""
 
 
 def live_log(events_path: Path) -> str | None:
@@ -32,9 +36,10 @@ def live_log(events_path: Path) -> str | None:
     if not events_path.is_file():
         return None
     try:
-        with events_path.open() as f:
+        with (gzip.open(events_path, "rt") if events_path.suffix == ".gz"
+              else events_path.open()) as f:
             first = json.loads(f.readline() or "{}")
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
         return f"{events_path}: exists and its header cannot be read ({exc})"
     if not isinstance(first, dict) or first.get("mode") == "live":
         return f"{events_path} holds a live run's log"
@@ -51,8 +56,9 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
                     settings: RunSettings, out_dir: Path,
                     replay: ReplayPolicy | None = None,
                     kind: str = "simulation") -> dict[str, Any]:
-    """Replay ``workload`` in ``world`` under one policy; writes events.jsonl,
-    jobs.csv and summary.json to ``out_dir`` and returns the summary. With the
+    """Replay ``workload`` in ``world`` under one policy; writes events.jsonl
+    (gzip'd above GZIP_JOBS jobs), jobs.csv and summary.json to ``out_dir``
+    and returns the summary. With the
     world's measured costs jobs pay the measured live costs (start, restart,
     validation, verification, co-location) instead of one fixed restart delay.
     With ``replay`` the recorded run's allocations and batch changes replace
@@ -62,9 +68,11 @@ def simulate_policy(world: World, workload: Workload, policy_name: str,
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}: expected one of {', '.join(KINDS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    events_path = out_dir / "events.jsonl"
-    _refuse_live_log(events_path)
-    events_path.unlink(missing_ok=True)
+    for old in (out_dir / LOG, out_dir / LOG_GZ):
+        _refuse_live_log(old)
+    for old in (out_dir / LOG, out_dir / LOG_GZ):
+        old.unlink(missing_ok=True)
+    events_path = out_dir / (LOG_GZ if len(workload.jobs) > GZIP_JOBS else LOG)
     policy: Policy = replay if replay is not None else make_policy(
         policy_name, settings.policy_config())
     apps = {j.application for j in workload.jobs}

@@ -77,7 +77,7 @@ def held_results(out: Path) -> list[str]:
 
 def is_coadapt_folder(out: Path) -> bool:
     """Whether ``out`` was written by coadapt (see MARKERS)."""
-    return any((out / m).exists() for m in MARKERS) or any(out.glob("*/events.jsonl"))
+    return any((out / m).exists() for m in MARKERS) or any(out.glob("*/events.jsonl*"))
 
 
 @contextmanager

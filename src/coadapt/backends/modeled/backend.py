@@ -18,6 +18,7 @@ name; the truth its progress follows is the same as with S = 0.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import ClassVar
@@ -58,12 +59,16 @@ class ModeledBackend:
     def bind(self, ctx: EngineContext) -> None:
         self.ctx = ctx
 
+    @functools.cached_property
+    def _node_kinds(self) -> tuple[str, ...]:
+        """Every node's kind, one tuple shared by every job's record."""
+        return tuple(n.kind for n in self.world.cluster.nodes)
+
     def create(self, spec: JobSpec, limits: JobLimits, now: float) -> ModeledJob:
         app = spec.application
         profile = self.world.profiles[app]
         noise = ReportNoise.for_job(self.observation_noise, profile.spread, self.seed, spec.name)
-        kinds = tuple(n.kind for n in self.world.cluster.nodes)
-        job = ModeledJob(JobRecord.new(spec, limits, now, kinds), profile,
+        job = ModeledJob(JobRecord.new(spec, limits, now, self._node_kinds), profile,
                          partial(self.world.truth, app),
                          services=self.services, efficiency=self.world.efficiency(app),
                          noise=noise)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from coadapt.eventlog import log_in
 from coadapt.policies.replay import ReplayPolicy
 from coadapt.report.simlive import Comparison, compare_dirs
 from coadapt.report.simlive_view import format_comparison, write_outputs
@@ -79,7 +80,7 @@ def judge(names: Sequence[str], world: World, workload: Workload, settings: RunS
             if costs is None:
                 continue  # no calibration to rescale
             for n in names:
-                replay = ReplayPolicy.from_log(out / n / "events.jsonl") if kind == "replay" \
+                replay = ReplayPolicy.from_log(log_in(out / n)) if kind == "replay" \
                     else None
                 at_speed = world.with_costs(costs.scaled(speeds[n], colocation=False))
                 simulate_policy(at_speed, workload, n, settings, out / kind / n,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from coadapt.eventlog import log_in
 from coadapt.runs.settings import RunSettings
 from coadapt.runs.simulate import simulate_policy
 from coadapt.world.workload import Workload
@@ -47,7 +48,7 @@ def predict(world: World, workload: Workload, policies: Sequence[str],
     for name in policies:
         d = root / name
         summary = simulate_policy(world, workload, name, settings, d, kind="prediction")
-        result[name] = Prediction(name, str(d / "events.jsonl"), digest(d / "events.jsonl"),
+        result[name] = Prediction(name, str(log_in(d)), digest(log_in(d)),
                                   summary.get("avg_jct"), summary.get("makespan"))
     (root / INDEX_FILE).write_text(json.dumps({k: asdict(v) for k, v in result.items()},
                                               indent=1) + "\n")

@@ -291,9 +291,13 @@ class AppProfile:
         """Best validation metric seen in epochs [0, epoch) at batch M."""
         if epoch <= 0:
             return None
-        t = self._tables["metric"][:, :epoch]
-        best = t.max(axis=1) if self.higher_is_better else t.min(axis=1)
-        return float(np.interp(batch_size, self.batch_sizes, best))
+        key = ("bm", float(batch_size), int(epoch))  # asked at every epoch of every job
+        hit = self._cache.get(key)
+        if hit is None:
+            t = self._tables["metric"][:, :epoch]
+            best = t.max(axis=1) if self.higher_is_better else t.min(axis=1)
+            hit = self._cache[key] = float(np.interp(batch_size, self.batch_sizes, best))
+        return hit
 
     def completion_epoch(self, batch_size: float) -> int:
         """Index of the last epoch a job must finish: fixed epoch counts
