@@ -96,7 +96,7 @@ class Observations:
     def release(self) -> None:
         """Forget the samples (the job finished); the configurations it ran at
         and the fitted model stay."""
-        self._samples = dict.fromkeys(self._samples, ())  # type: ignore[arg-type]
+        self._samples = {k: deque(maxlen=self.window) for k in self._samples}
         self._checked.clear()
         self._stale = False
 

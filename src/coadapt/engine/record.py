@@ -77,9 +77,8 @@ class JobRecord:
 
     def release(self) -> None:
         """The job left the schedule: drop what grows with the cluster or its
-        steps (its allocation, its observations' samples), keep its models and
+        steps (its observations' samples), keep its allocation, models and
         figures, so that a run of many jobs holds little per finished job."""
-        self.allocation = ()
         for o in (self.obs, *self.by_kind.values()):
             o.release()
 
