@@ -71,15 +71,15 @@ class GoodputTables:
         owner = np.repeat(np.arange(len(jobs)), counts)
         r = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts) + 1
         nodes = packed_nodes(r, per_node)
-        if self.fixed:
-            good = np.concatenate([fixed_batch_goodput(j, nodes[owner == i], r[owner == i],
-                                                       fixed_batch(j))
-                                   for i, j in enumerate(jobs)]) if owner.size else np.zeros(0)
+        cuts = np.cumsum(counts)[:-1]
+        if self.fixed:  # one job at a time: its batch is fixed, so no optimum to stack
+            good = np.concatenate([fixed_batch_goodput(j, n, k, fixed_batch(j)) for j, n, k in
+                                   zip(jobs, np.split(nodes, cuts), np.split(r, cuts), strict=True)]
+                                  ) if owner.size else np.zeros(0)
             local = np.zeros_like(good, dtype=int)
         else:
             best = stacked_optimize([j.model for j in jobs], [j.limits for j in jobs],
                                     owner, nodes, r)
             good, local = best.goodput, best.batch_size
-        cuts = np.cumsum(counts)[:-1]
         return [Table(j.model, per_node, np.concatenate([[0.0], g]), np.concatenate([[0], b]))
                 for j, g, b in zip(jobs, np.split(good, cuts), np.split(local, cuts), strict=True)]
