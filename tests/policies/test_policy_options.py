@@ -99,23 +99,27 @@ def test_builtin_options_override_switches_and_defaults_only_when_given():
     assert [o.default for o in options_of("pollux-fair") if o.name == "fairness"] == [1.0]
 
 
-def _snap() -> Snapshot:
-    """Jobs that scale well and badly, fewer slots than they could use."""
+def _snap(sync: float = 0.5, count: int = 5) -> Snapshot:
+    """Jobs that scale well and worse (``sync``: the slow ones' all-reduce
+    seconds), fewer slots than they could use."""
     limits = JobLimits(init_batch_size=32, max_batch_size=1024, min_local_bsz=8,
                        max_local_bsz=64, max_replicas=16)
     fast = GoodputModel(PerfParams(0.02, 0.001, 0.002, 1e-8, 0.001, 1e-8, 1.0),
                         GradParams(1.0, 50.0), 32)
-    slow = GoodputModel(PerfParams(0.02, 0.001, 0.5, 1e-8, 0.5, 1e-8, 1.0), GradParams(1.0, 5.0), 32)
+    slow = GoodputModel(PerfParams(0.02, 0.001, sync, 1e-8, sync, 1e-8, 1.0),
+                        GradParams(1.0, 5.0), 32)
     jobs = [JobView(name=f"j{i}", application="toy", submit_time=0.0, age=1000.0,
                     attained_service=100.0 * i, restarts=0, allocation=(0, 0), batch_size=64,
                     requested_replicas=2, requested_batch=64, limits=limits,
                     max_observed_replicas=8, progress=0.0, model=fast if i % 2 else slow)
-            for i in range(5)]
+            for i in range(count)]
     return Snapshot(600.0, nodes_of((4, 4)), tuple(jobs), 30.0, 60.0)
 
 
 def test_pollux_with_option_p_decides_as_its_p_variant():
-    snap = _snap()
+    # two slow jobs and a fast one on 8 slots: p = -1 and p = -0.5 split them
+    # differently (on the 5-job snapshot every p in [-1, 1] agrees)
+    snap = _snap(sync=0.05, count=3)
     cfg = PolicyConfig(options=(("pollux", (("p", -0.5),)),))
     chosen = make_policy("pollux", cfg).decide(snap)
     assert chosen == make_policy("pollux-p-0.5", CFG).decide(snap)

@@ -44,9 +44,15 @@ def own_folder(out: Path, command: str) -> Iterator[Path]:
         os.close(fd)  # releases the lock
 
 
-def _holder(path: Path) -> str:
-    try:
-        doc = json.loads(path.read_text() or "{}")
-        return f"'coadapt {doc['command']}' (pid {doc['pid']}, since {doc['since']})"
-    except (OSError, ValueError, KeyError):
-        return "another coadapt run"
+def _holder(path: Path, patience: float = 1.0) -> str:
+    """The holder's name; it writes it just after taking the lock, so a refused
+    run waits up to ``patience`` seconds for it before saying "another run"."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            doc = json.loads(path.read_text() or "{}")
+            return f"'coadapt {doc['command']}' (pid {doc['pid']}, since {doc['since']})"
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() >= deadline:
+                return "another coadapt run"
+            time.sleep(0.02)
