@@ -57,8 +57,10 @@ $(VENV)/.installed-%: pyproject.toml
 
 venv: $(TESTS)
 
+# Two at once (pytest-xdist), then the tests that need the machine alone (-m exclusive).
 test: $(TESTS)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 -m "not exclusive"
+	$(PY) -m pytest -m exclusive
 
 simulate: $(STAMP)
 	$(VENV)/bin/coadapt simulate --workload $(WORKLOAD) --profiles $(PROFILES) \

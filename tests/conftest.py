@@ -1,4 +1,5 @@
-"""Shared fixtures: a small synthetic profile, and the reference data path."""
+"""Shared fixtures: a small synthetic profile, and the reference data path; and
+which tests need the machine to themselves."""
 
 from __future__ import annotations
 
@@ -12,6 +13,27 @@ from coadapt.world.profiles.profile import AppProfile
 
 REFERENCE = Path(os.environ.get(
     "COADAPT_REFERENCE", Path(__file__).resolve().parents[1] / "../shared/reference/adaptdl"))
+
+
+# Tests that time the machine, make network namespaces or cgroups, or start Ray:
+# marked ``exclusive``, and ``make test`` runs them alone after the parallel rest
+# (two at once would skew each other's timings or see each other's leftovers).
+EXCLUSIVE = (
+    "tests/tools/measure/test_calibrate.py",
+    "tests/tools/measure/test_measure_real.py",
+    "tests/backends/live/test_nodes.py",
+    "tests/backends/live/test_live_kinds.py",
+    "tests/runs/live/test_emulated.py",
+    "tests/runs/live/test_live_kinds_request.py",
+    "tests/experiment/test_runner.py::test_ray_runs_cells_on_a_local_instance",
+    "tests/experiment/test_runner_plugins.py::test_ray_tasks_load_a_file_policy",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(EXCLUSIVE):
+            item.add_marker(pytest.mark.exclusive)
 
 
 @pytest.fixture

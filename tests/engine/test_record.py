@@ -28,6 +28,21 @@ def test_a_record_keeps_which_nodes_it_uses():
     assert r.placement == r.nodes_used == ()
 
 
+def test_a_released_record_keeps_its_shape_and_configurations_not_its_per_node_entries():
+    r = JobRecord(JobSpec("j", 0.0, "toy", 3, 64), LIMITS, Observations(32))
+    r.set_allocation((0, 2, 0, 1))
+    r.micro = 16
+    r.obs.record(r.obs_key, 0.1, 0.02)
+    r.release()
+    assert r.allocation == ()  # nothing per node is held for a finished job
+    assert (r.replicas, r.nodes_used, r.batch_size) == (3, (1, 3), 48)
+    assert r.obs.configurations == [(2, 3, 16)] and r.obs.max_observed_replicas == 3
+    r.obs.record((1, 1, 8), 0.05, 0.0)  # a late report is kept, not an error
+    assert sorted(r.obs.configurations) == [(1, 1, 8), (2, 3, 16)]
+    r.set_allocation((1, 0, 0, 0))  # and a new allocation is read as usual
+    assert (r.replicas, r.nodes_used) == (1, (0,))
+
+
 class Spy:
     """Fixed, remembering the nodes each snapshot showed."""
 

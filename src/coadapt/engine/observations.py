@@ -61,6 +61,7 @@ class Observations:
     _grad: GradParams | None = None
     _stale: bool = False
     _fit_at: float = -np.inf
+    _released: tuple[Key, ...] = ()  # configurations whose samples a release dropped
 
     @property
     def grad(self) -> GradParams | None:
@@ -68,7 +69,8 @@ class Observations:
 
     @property
     def configurations(self) -> list[Key]:
-        return list(self._samples)
+        """Every configuration it ran at, before and after a release."""
+        return list(self._samples) + [k for k in self._released if k not in self._samples]
 
     def value(self, key: Key) -> tuple[float, float]:
         """Median (step, sync) of the samples kept for ``key``."""
@@ -96,7 +98,8 @@ class Observations:
     def release(self) -> None:
         """Forget the samples (the job finished); the configurations it ran at
         and the fitted model stay."""
-        self._samples = {k: deque(maxlen=self.window) for k in self._samples}
+        self._released = tuple(self.configurations)
+        self._samples = {}  # a late report after the release starts a fresh queue
         self._checked.clear()
         self._stale = False
 

@@ -77,8 +77,13 @@ class JobRecord:
 
     def release(self) -> None:
         """The job left the schedule: drop what grows with the cluster or its
-        steps (its observations' samples), keep its allocation, models and
-        figures, so that a run of many jobs holds little per finished job."""
+        steps: its observations' samples, its allocation's per-node entries),
+        keep its shape (replicas, nodes used: its batch size is read after it
+        finished), models and figures, so that a run of many jobs holds little
+        per finished job."""
+        shape = self._derived()
+        self.allocation = ()
+        self._shape = (self.allocation, *shape[1:])  # matches: _derived keeps it
         for o in (self.obs, *self.by_kind.values()):
             o.release()
 
