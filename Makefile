@@ -59,7 +59,7 @@ venv: $(TESTS)
 
 # Two at once (pytest-xdist), then the tests that need the machine alone (-m exclusive).
 test: $(TESTS)
-	$(PY) -m pytest -n 2 -m "not exclusive"
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not exclusive"
 	$(PY) -m pytest -m exclusive
 
 simulate: $(STAMP)

@@ -35,7 +35,7 @@ def live_emulated(wl: Path, out: Path, *extra: str) -> subprocess.Popen:
 
 
 def test_a_job_across_two_emulated_nodes_runs_and_leaves_nothing(tmp_path):
-    wl = workload(tmp_path, ["a,0,mlp-mnist1d,2,64", "b,1,cnn-mnist1d,1,32"])
+    wl = workload(tmp_path, ["a,0,mlp-mnist1d,2,64"])
     before = set(leftover_holders())
     proc = live_emulated(wl, tmp_path / "out")
     out, err = proc.communicate(timeout=240)
