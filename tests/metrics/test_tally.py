@@ -1,4 +1,10 @@
-from coadapt.metrics import Tally, job_table, summarize, timeline
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coadapt.metrics import Tally, job_table, summarize, tally_log, timeline
 
 
 def _events():
@@ -34,3 +40,47 @@ def test_events_out_of_time_order_are_taken_in_time_order():
     events = _events()
     shuffled = events[:3] + events[5:7] + events[3:5] + events[7:]  # b's allocation first
     assert timeline(shuffled).equals(timeline(events))
+
+
+def _naive_changes(events):
+    """The per-event loop the arrays replace: (slot changes, goodput changes)."""
+    held, good, slots, goods = {}, {}, [], []
+    for e in sorted(events, key=lambda e: e["t"]):
+        j = e.get("job")
+        if e["kind"] == "allocate":
+            slots.append((e["t"], e["replicas"] - held.get(j, 0.0)))
+            held[j] = e["replicas"]
+            goods.append((e["t"], -good.get(j, 0.0)))
+            good[j] = 0.0
+        elif e["kind"] in ("start", "epoch") and e.get("goodput") is not None:
+            goods.append((e["t"], e["goodput"] - good.get(j, 0.0)))
+            good[j] = e["goodput"]
+        elif e["kind"] == "complete":
+            slots.append((e["t"], -held.get(j, 0.0)))
+            goods.append((e["t"], -good.get(j, 0.0)))
+            held[j] = good[j] = 0.0
+    return slots, goods
+
+
+_event = st.tuples(st.integers(0, 20).map(float), st.sampled_from(["allocate", "epoch", "complete"]),
+                   st.sampled_from("abc"), st.integers(0, 8))
+
+
+@given(st.lists(_event, max_size=40))
+def test_the_cluster_changes_are_the_per_event_loop_s(raw):
+    events = [{"t": t, "kind": k, "job": j, "replicas": v, "goodput": v / 2.0} for t, k, j, v in raw]
+    (ts, ds), (tg, dg) = Tally.of(events).changes()
+    slots, goods = _naive_changes(events)
+    assert list(zip(ts.tolist(), ds.tolist(), strict=True)) == slots
+    assert list(zip(tg.tolist(), dg.tolist(), strict=True)) == goods
+
+
+def test_a_cut_log_or_two_runs_in_one_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "events.jsonl"
+    for events, says in ((_events()[1:], ":1: no header"), (_events() + _events()[:1], "2 headers"),
+                         ([], "empty")):
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        with pytest.raises(ValueError, match=says):
+            tally_log(path)
+    path.write_text("".join(json.dumps(e) + "\n" for e in _events()))
+    assert summarize(tally_log(path)) == summarize(_events())

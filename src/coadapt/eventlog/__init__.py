@@ -5,11 +5,13 @@ from coadapt.eventlog.log import (
     LOG_GZ,
     SCHEMA_VERSION,
     EventLog,
+    checked_run,
     log_in,
     logs_below,
     read_events,
     run_header,
 )
 
-__all__ = ["LOG", "LOG_GZ", "SCHEMA_VERSION", "EventLog", "log_in", "logs_below", "read_events",
+__all__ = ["LOG", "LOG_GZ", "SCHEMA_VERSION", "EventLog", "checked_run", "log_in", "logs_below",
+           "read_events",
            "run_header"]

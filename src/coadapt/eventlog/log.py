@@ -17,7 +17,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -181,19 +181,30 @@ def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def run_header(events: list[dict[str, Any]], path: str | Path) -> dict[str, Any]:
     """The header of one run's log ``events`` (read from ``path``); ValueError
-    naming the file when the log is empty, does not begin with its header (it
-    was cut: which run, workload and cluster it is, nobody can say), or holds
-    a second header (two runs appended into one file)."""
-    if not events:
+    as ``checked_run`` says."""
+    for _ in checked_run(events, path):
+        pass
+    return events[0]
+
+
+def checked_run(events: Iterable[dict[str, Any]], path: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield the events of one run's log (read from ``path``) as they come;
+    ValueError naming the file when the log is empty, does not begin with its
+    header (it was cut: which run, workload and cluster it is, nobody can
+    say), or holds a second header (two runs appended into one file)."""
+    n, extra = 0, 0
+    for e in events:
+        if n == 0 and e["kind"] != "header":
+            raise ValueError(f"{path}:1: no header (the first event is a '{e['kind']}'); "
+                             "a log without its header cannot say which run it records (workload, "
+                             "cluster, slots), so it is not read: was it cut or pasted together?")
+        extra += n > 0 and e["kind"] == "header"
+        n += 1
+        yield e
+    if n == 0:
         raise ValueError(f"{path}: empty: no header and no events (the run stopped before it "
                          "began); rerun it")
-    if events[0]["kind"] != "header":
-        raise ValueError(f"{path}:1: no header (the first event is a '{events[0]['kind']}'); "
-                         "a log without its header cannot say which run it records (workload, "
-                         "cluster, slots), so it is not read: was it cut or pasted together?")
-    extra = sum(1 for e in events[1:] if e["kind"] == "header")
     if extra:
         raise ValueError(f"{path}: holds {extra + 1} headers: the events of {extra + 1} runs "
                          "appended into one file, which cannot be told apart; rerun into an "
                          "empty --out")
-    return events[0]

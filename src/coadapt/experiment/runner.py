@@ -103,7 +103,7 @@ def run_cell(ctx: CellContext, cell: Cell) -> tuple[dict[str, Any], bytes]:
         summary = simulate_policy(world, workload, cell.policy, settings, tmp)
         log = log_in(tmp)
         raw = gzip.decompress(log.read_bytes()) if log.suffix == ".gz" else log.read_bytes()
-        extra = breakdown(list(read_events(log)))
+        extra = breakdown(read_events(log))
     row = {**describe(cell), "set": cell.workload, "load": load, **summary, **extra,
            "tiresias_threshold": settings.tiresias_threshold,
            "restart_delay": settings.restart_delay, "fingerprint": ctx.fingerprint,

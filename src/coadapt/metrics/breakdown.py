@@ -12,27 +12,38 @@ declared network model or on extrapolation. Read from the log alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 Event = dict[str, Any]
+_KINDS = frozenset({"submit", "allocate", "start", "complete"})
 
 
-def breakdown(events: list[Event]) -> dict[str, float | None]:
+class _E(NamedTuple):
+    """What the breakdown needs of an event (a log of millions is streamed)."""
+
+    t: float
+    kind: str
+    replicas: Any
+    truth: Any
+
+
+def breakdown(events: Iterable[Event]) -> dict[str, float | None]:
     """Mean wait and run seconds over completed jobs, and the modeled share
-    of slot-time (None where undefined)."""
-    per_job: dict[str, list[Event]] = defaultdict(list)
+    of slot-time (None where undefined); ``events`` may be a stream."""
+    per_job: dict[str, list[_E]] = defaultdict(list)
     for e in events:
-        if e.get("job") is not None and e["kind"] in ("submit", "allocate", "start", "complete"):
-            per_job[e["job"]].append(e)
+        if e.get("job") is not None and e["kind"] in _KINDS:
+            per_job[e["job"]].append(_E(e["t"], e["kind"], e.get("replicas"), e.get("truth")))
     waits, runs, delays = [], [], []
     slot_time = {"measured": 0.0, "modeled": 0.0}
     for evs in per_job.values():
-        evs.sort(key=lambda e: e["t"])
-        submit = next((e["t"] for e in evs if e["kind"] == "submit"), None)
-        first = next((e["t"] for e in evs if e["kind"] == "allocate" and e.get("replicas")), None)
-        done = next((e["t"] for e in evs if e["kind"] == "complete"), None)
+        evs.sort(key=lambda e: e.t)
+        submit = next((e.t for e in evs if e.kind == "submit"), None)
+        first = next((e.t for e in evs if e.kind == "allocate" and e.replicas), None)
+        done = next((e.t for e in evs if e.kind == "complete"), None)
         if submit is not None and first is not None and done is not None:
             waits.append(first - submit)
             runs.append(done - first)
@@ -47,28 +58,28 @@ def breakdown(events: list[Event]) -> dict[str, float | None]:
     }
 
 
-def _delays(evs: list[Event]) -> float:
+def _delays(evs: list[_E]) -> float:
     """Seconds from each allocation with slots to the start that follows it."""
     total = 0.0
     for i, e in enumerate(evs):
-        if e["kind"] == "allocate" and e.get("replicas"):
-            nxt = next((x for x in evs[i + 1:] if x["kind"] in ("start", "allocate", "complete")),
+        if e.kind == "allocate" and e.replicas:
+            nxt = next((x for x in evs[i + 1:] if x.kind in ("start", "allocate", "complete")),
                        None)
-            if nxt is not None and nxt["kind"] == "start":
-                total += nxt["t"] - e["t"]
+            if nxt is not None and nxt.kind == "start":
+                total += nxt.t - e.t
     return total
 
 
-def _slot_time(evs: list[Event], acc: dict[str, float]) -> None:
+def _slot_time(evs: list[_E], acc: dict[str, float]) -> None:
     """Add one job's slot-seconds per allocation, labelled by the ``truth``
     of the start that follows the allocation."""
     for i, e in enumerate(evs):
-        if e["kind"] != "allocate" or not e.get("replicas"):
+        if e.kind != "allocate" or not e.replicas:
             continue
-        end = next((x["t"] for x in evs[i + 1:] if x["kind"] in ("allocate", "complete")), None)
-        start = next((x for x in evs[i + 1:] if x["kind"] in ("start", "allocate")), None)
+        end = next((x.t for x in evs[i + 1:] if x.kind in ("allocate", "complete")), None)
+        start = next((x for x in evs[i + 1:] if x.kind in ("start", "allocate")), None)
         if end is None:
             continue
-        truth = start.get("truth") if start is not None and start["kind"] == "start" else None
+        truth = start.truth if start is not None and start.kind == "start" else None
         label = "measured" if truth in (None, "measured") else "modeled"
-        acc[label] += e["replicas"] * (end - e["t"])
+        acc[label] += e.replicas * (end - e.t)

@@ -24,13 +24,12 @@ def _area(times: np.ndarray, values: np.ndarray):
     return lambda t: np.interp(t, times, cum)
 
 
-def _step(changes: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
-    """Step function from (time, delta) changes: breakpoints and level after each."""
-    if not changes:
+def _step(times: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step function from changes (time, delta): breakpoints and level after each."""
+    if not len(times):
         return np.array([0.0, 1.0]), np.zeros(2)
-    changes.sort(key=lambda c: c[0])
-    t = np.array([c[0] for c in changes])
-    level = np.cumsum([c[1] for c in changes])
+    order = np.argsort(times, kind="stable")
+    t, level = times[order], np.cumsum(deltas[order])
     uniq, last = np.unique(t[::-1], return_index=True)
     return uniq, level[len(t) - 1 - last]
 
@@ -42,8 +41,8 @@ def _tally(events: Iterable[Event] | Tally) -> Tally:
 def job_table(events: Iterable[Event] | Tally) -> pl.DataFrame:
     """One row per job: submit, completion, JCT, restarts, fairness rho."""
     t = _tally(events)
-    changes = [(x, 1.0) for x in t.submit_t] + [(x, -1.0) for x in t.complete_t]
-    times, level = _step(changes)
+    times, level = _step(np.concatenate([np.frombuffer(t.submit_t), np.frombuffer(t.complete_t)]),
+                         np.repeat([1.0, -1.0], [len(t.submit_t), len(t.complete_t)]))
     area = _area(times, level)
     rows = []
     for name, (submit, application, weight) in t.submits.items():
@@ -69,8 +68,8 @@ def job_table(events: Iterable[Event] | Tally) -> pl.DataFrame:
 def timeline(events: Iterable[Event] | Tally) -> pl.DataFrame:
     """Cluster-wide used slots and goodput (samples/s x efficiency) over time."""
     slot_changes, good_changes = _tally(events).changes()
-    ts, used = _step(slot_changes)
-    tg, gp = _step(good_changes)
+    ts, used = _step(*slot_changes)
+    tg, gp = _step(*good_changes)
     grid = np.union1d(ts, tg)
     idx_s = np.searchsorted(ts, grid, side="right") - 1
     idx_g = np.searchsorted(tg, grid, side="right") - 1
@@ -91,11 +90,12 @@ def priority_split(jobs: pl.DataFrame) -> dict[str, float | None]:
     return out
 
 
-def summarize(events: Iterable[Event] | Tally) -> dict[str, Any]:
-    """The headline numbers of one run (from its events, or a ``Tally`` of them)."""
+def summarize(events: Iterable[Event] | Tally, jobs: pl.DataFrame | None = None) -> dict[str, Any]:
+    """The headline numbers of one run (from its events, or a ``Tally`` of them;
+    ``jobs``: its ``job_table`` when the caller has it already)."""
     t = _tally(events)
     header = t.header or {}
-    jobs = job_table(t)
+    jobs = job_table(t) if jobs is None else jobs
     jct = jobs["jct"].drop_nulls().to_numpy() if jobs.height else np.zeros(0)
     rho = jobs["rho"].drop_nulls().to_numpy() if jobs.height else np.zeros(0)
     submits, completes = list(t.submit_t), list(t.complete_t)

@@ -12,12 +12,14 @@ a streamed log give the same figures.
 from __future__ import annotations
 
 from array import array
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from coadapt.eventlog import checked_run, read_events
 
 Event = dict[str, Any]
 _ALLOCATE, _GOODPUT, _COMPLETE = 0, 1, 2
@@ -40,6 +42,8 @@ class Tally:
     decision_ms: array = field(default_factory=lambda: array("d"))
     ends: list[Event] = field(default_factory=list)
     fails: list[Event] = field(default_factory=list)
+    last_t: float | None = None
+    """The latest time of any event (None: no event)."""
     # the cluster's timeline: per event that changes it, (t, job, what, value)
     _t: array = field(default_factory=lambda: array("d"))
     _job: array = field(default_factory=lambda: array("q"))
@@ -62,6 +66,8 @@ class Tally:
 
     def add(self, e: Event) -> None:
         kind, job = e["kind"], e.get("job")
+        if self.last_t is None or e["t"] > self.last_t:
+            self.last_t = e["t"]
         if kind == "header":
             if self.header is None:
                 self.header = e
@@ -91,27 +97,36 @@ class Tally:
         elif kind == "fail":
             self.fails.append(e)
 
-    def changes(self) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-        """(used-slot changes, goodput changes) as (time, delta), the events
-        taken in time order (stably: ties in log order)."""
-        t, job = np.frombuffer(self._t), np.frombuffer(self._job, dtype=np.int64)
-        what, value = np.frombuffer(self._what, dtype=np.int8), np.frombuffer(self._value)
-        slots: list[tuple[float, float]] = []
-        good_changes: list[tuple[float, float]] = []
-        held: dict[int, float] = defaultdict(float)
-        good: dict[int, float] = defaultdict(float)
-        for i in np.argsort(t, kind="stable").tolist():
-            at, name, w, v = float(t[i]), int(job[i]), int(what[i]), float(value[i])
-            if w == _ALLOCATE:
-                slots.append((at, v - held[name]))
-                held[name] = v
-                good_changes.append((at, -good[name]))
-                good[name] = 0.0
-            elif w == _GOODPUT:
-                good_changes.append((at, v - good[name]))
-                good[name] = v
-            else:
-                slots.append((at, -held[name]))
-                good_changes.append((at, -good[name]))
-                held[name] = good[name] = 0.0
-        return slots, good_changes
+    def changes(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """((times, used-slot deltas), (times, goodput deltas)), the events
+        taken in time order (stably: ties in log order), as arrays: a log of
+        millions of events gives two pairs of arrays, not lists of tuples."""
+        t = np.frombuffer(self._t)
+        order = np.argsort(t, kind="stable")
+        t, job = t[order], np.frombuffer(self._job, dtype=np.int64)[order]
+        what, value = np.frombuffer(self._what, dtype=np.int8)[order], np.frombuffer(self._value)[order]
+        holds = what != _GOODPUT  # allocations and completions move the used slots
+        slots = np.where(what == _ALLOCATE, value, 0.0)[holds]
+        good = np.where(what == _GOODPUT, value, 0.0)  # an allocation or completion resets it
+        return (t[holds], _deltas(job[holds], slots)), (t, _deltas(job, good))
+
+
+
+def tally_log(path: str | Path) -> Tally:
+    """The tally of one run's log, read in one streamed pass; ValueError
+    naming the file and line when it is unreadable, cut or holds two runs."""
+    return Tally.of(checked_run(read_events(path), path))
+
+
+def _deltas(job: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Per event (in time order), the job's new level minus its level before
+    (0 before its first event)."""
+    if not len(job):
+        return np.zeros(0)
+    order = np.lexsort((np.arange(len(job)), job))  # by job, then by time order
+    lv, jb = level[order], job[order]
+    prev = np.concatenate([[0.0], lv[:-1]])
+    prev[np.concatenate([[True], jb[1:] != jb[:-1]])] = 0.0
+    out = np.empty_like(lv)
+    out[order] = lv - prev
+    return out

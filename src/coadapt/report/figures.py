@@ -11,7 +11,7 @@ says so, never an error.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,26 +95,40 @@ def fig_slowdown(runs: Sequence[RunLog], path: Path, label: str, unit: Unit) -> 
     return save(fig, path, title)
 
 
-def allocations(events: list[Event]) -> dict[str, dict[str, Any]]:
+def allocations(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     """Per job: submit, completion, its allocations in time order as
     (t, replicas, batch), the start times that followed them, and every
-    (t, replicas, batch) change including batch changes in progress events."""
-    jobs: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"submit": None, "complete": None, "alloc": [], "starts": [], "batch": []})
-    for e in sorted((e for e in events if e.get("job")), key=lambda e: e["t"]):
-        j, k = jobs[e["job"]], e["kind"]
-        if k == "submit":
-            j["submit"] = e["t"]
-        elif k == "allocate":
-            j["alloc"].append((e["t"], int(e.get("replicas") or 0), e.get("batch")))
-            j["batch"].append((e["t"], int(e.get("replicas") or 0), e.get("batch")))
-        elif k == "start":
-            j["starts"].append(e["t"])
-        elif k in ("progress", "epoch") and e.get("batch") is not None and j["batch"]:
-            j["batch"].append((e["t"], j["batch"][-1][1], e["batch"]))
-        elif k == "complete":
-            j["complete"] = e["t"]
-    return {k: v for k, v in jobs.items() if v["submit"] is not None}
+    (t, replicas, batch) change including batch changes in progress events.
+    ``events`` may be a stream: each job keeps four fields per event it needs."""
+    kept: dict[str, list[tuple[float, str, Any, Any]]] = defaultdict(list)
+    for e in events:
+        k = e["kind"]
+        if e.get("job") and (k in _ALLOC_KINDS or k in ("progress", "epoch")
+                             and e.get("batch") is not None):
+            kept[e["job"]].append((e["t"], k, e.get("replicas"), e.get("batch")))
+    jobs = {}
+    for name, evs in kept.items():
+        evs.sort(key=lambda x: x[0])
+        j: dict[str, Any] = {"submit": None, "complete": None, "alloc": [], "starts": [],
+                             "batch": []}
+        for t, k, replicas, batch in evs:
+            if k == "submit":
+                j["submit"] = t
+            elif k == "allocate":
+                j["alloc"].append((t, int(replicas or 0), batch))
+                j["batch"].append((t, int(replicas or 0), batch))
+            elif k == "start":
+                j["starts"].append(t)
+            elif k == "complete":
+                j["complete"] = t
+            elif j["batch"]:  # progress or epoch with a batch
+                j["batch"].append((t, j["batch"][-1][1], batch))
+        if j["submit"] is not None:
+            jobs[name] = j
+    return jobs
+
+
+_ALLOC_KINDS = frozenset({"submit", "allocate", "start", "complete"})
 
 
 def slot_colours(max_slots: int) -> tuple[ListedColormap, BoundaryNorm, list[int]]:
@@ -164,10 +178,10 @@ def fig_allocation(runs: Sequence[RunLog], path: Path, label: str, unit: Unit) -
     """Which job held how many slots over time: one panel per policy, jobs as
     rows (the same rows in every panel: one workload), names on the left."""
     title = f"{label}: slots per job over time (pale: starting or restarting; grey: waiting)"
-    per = [(r, allocations(r.events)) for r in runs]
+    per = [(r, allocations(r.stream())) for r in runs]
     if not any(j["alloc"] for _, jobs in per for j in jobs.values()):
         return placeholder(path, title, "no allocate events in the logs")
-    end_t = max((e["t"] for r in runs for e in r.events), default=1.0)
+    end_t = max((r.tally.last_t for r in runs if r.tally.last_t is not None), default=1.0)
     max_r = max((a[1] for _, jobs in per for j in jobs.values() for a in j["alloc"]), default=1)
     cmap, norm, levels = slot_colours(max_r)
     n_jobs = max(len(jobs) for _, jobs in per)

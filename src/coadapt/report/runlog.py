@@ -9,7 +9,7 @@ from these logs alone (``metrics``), so a report can be rebuilt at any time.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.eventlog import logs_below, read_events, run_header
-from coadapt.metrics import job_table, summarize, timeline
+from coadapt.eventlog import logs_below, read_events
+from coadapt.metrics import Tally, job_table, summarize, tally_log, timeline
 from coadapt.report.order import ordered_policies
 from coadapt.util.outdir import PARTIAL, unfinished
 
@@ -33,29 +33,41 @@ class ReportError(ValueError):
 
 @dataclass
 class RunLog:
-    """One policy's log: its events, header, summary and per-job table."""
+    """One policy's log: its tally (one streamed pass), header, summary and
+    per-job table. The events themselves are read again, streamed
+    (``stream``), by what needs more than the tally: a log of the whole Philly
+    trace held as dicts took gigabytes per policy."""
 
     policy: str
     path: Path
-    events: list[Event]
+    tally: Tally
+
+    def stream(self) -> Iterator[Event]:
+        """The log's events, read as they are needed."""
+        return read_events(self.path)
 
     @cached_property
+    def events(self) -> list[Event]:
+        """Every event, in memory: for the small logs of a live run and its prediction."""
+        return list(self.stream())
+
+    @property
     def header(self) -> dict[str, Any]:
-        return next((e for e in self.events if e["kind"] == "header"), {})
+        return self.tally.header or {}
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        s = summarize(self.events)
+        s = summarize(self.tally)
         s["policy"] = s.get("policy") or self.policy
         return s
 
     @cached_property
     def jobs(self) -> pl.DataFrame:
-        return job_table(self.events)
+        return job_table(self.tally)
 
     @cached_property
     def timeline(self) -> pl.DataFrame:
-        return timeline(self.events)
+        return timeline(self.tally)
 
     @property
     def simulated(self) -> bool:
@@ -65,7 +77,7 @@ class RunLog:
     def state(self) -> str:
         """'complete'; 'interrupted' (a live run stopped by a signal, which
         --resume continues); or 'unfinished' (no end: killed, or still running)."""
-        ends = [e for e in self.events if e["kind"] == "end"]
+        ends = self.tally.ends
         if not ends:
             return "unfinished"
         return "interrupted" if ends[-1].get("interrupted") else "complete"
@@ -79,11 +91,10 @@ def read_runs(root: Path, baseline: str | None = None) -> list[RunLog]:
     runs = []
     for name in ordered_policies(paths, baseline):
         try:
-            events = list(read_events(paths[name]))
-            run_header(events, paths[name])
+            tally = tally_log(paths[name])
         except (OSError, ValueError) as exc:
             raise ReportError(str(exc)) from exc
-        runs.append(RunLog(name, paths[name], events))
+        runs.append(RunLog(name, paths[name], tally))
     workloads = {r.policy: r.header.get("workload") for r in runs}
     if len(set(workloads.values())) > 1:
         raise ReportError(f"{root}: its logs record different workloads ("

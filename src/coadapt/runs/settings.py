@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from coadapt.backends.modeled.job import check_observation_noise
-from coadapt.eventlog import log_in, read_events
-from coadapt.metrics import Tally, job_table, summarize
+from coadapt.eventlog import log_in
+from coadapt.metrics import job_table, summarize, tally_log
 from coadapt.policies.base import PolicyConfig, PolicyOptions
 from coadapt.world.cluster import ClusterSpec
 from coadapt.world.world import EFFICIENCY_TRUTHS, World, check_bootstrap_error
@@ -83,8 +83,9 @@ class RunSettings:
 
 def write_results(out_dir: Path) -> dict[str, Any]:
     """jobs.csv and summary.json from the run's event log alone (``log_in``)."""
-    tally = Tally.of(read_events(log_in(out_dir)))  # one streamed pass, a few numbers per event
-    summary = summarize(tally)
-    job_table(tally).write_csv(out_dir / "jobs.csv")
+    tally = tally_log(log_in(out_dir))  # one streamed pass, a few numbers per event
+    jobs = job_table(tally)
+    summary = summarize(tally, jobs)
+    jobs.write_csv(out_dir / "jobs.csv")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
