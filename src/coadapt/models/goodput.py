@@ -280,6 +280,23 @@ class BatchGrid:
     total: np.ndarray
     valid: np.ndarray
 
+    def columns(self, idx: np.ndarray) -> BatchGrid:
+        """The allocations ``idx`` (columns) of this grid, in that order."""
+        return BatchGrid(self.nodes[idx], self.replicas[idx], self.micro[:, idx],
+                         self.accum[:, idx], self.total[:, idx], self.valid[:, idx])
+
+
+def grid_throughput(p: np.ndarray, g: BatchGrid) -> np.ndarray:
+    """Samples per second of every candidate of ``g`` under perf params ``p``
+    ((7,) or (7, allocations))."""
+    return _throughput(p, g)
+
+
+def pick_batches(g: BatchGrid, throughput: np.ndarray, sqr, var, init_batch_size) -> BatchChoice:
+    """The legal candidate of most goodput per allocation of ``g``, given its
+    ``grid_throughput`` and the gradient statistics (scalars or per allocation)."""
+    return _pick(g, throughput, sqr, var, init_batch_size)
+
 
 def _allocations(nodes, replicas) -> tuple[np.ndarray, np.ndarray]:
     nodes = np.atleast_1d(np.asarray(nodes, dtype=float))
