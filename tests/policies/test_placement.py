@@ -1,12 +1,14 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coadapt.models.batching import JobLimits
 from coadapt.policies import JobView, PolicyConfig, Snapshot, make_policy
 from coadapt.policies.dynamic import Dynamic
 from coadapt.policies.fixed import Fixed
 from coadapt.policies.optimus import OptimusOracle
-from coadapt.policies.placement import Pack, Placer, SpreadMostFree, pack, spread_most_free
+from coadapt.policies.placement import Pack, Placer, SpreadMostFree, _BestFit, pack, spread_most_free
 from coadapt.policies.pollux import Pollux
 from coadapt.policies.tiresias import Tiresias
 from coadapt.world.cluster import nodes_of
@@ -96,3 +98,21 @@ def test_a_policy_places_with_the_placer_it_is_given():
     assert make_policy("fixed", PolicyConfig()).decide(snap)["a"].allocation == (2, 0, 0)
     assert Fixed(PolicyConfig(), placer=placer).decide(snap)["a"].allocation == (0, 0, 2)
     assert Tiresias(PolicyConfig(), placer=placer).decide(snap)["a"].allocation == (0, 0, 2)
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=12),
+       st.lists(st.integers(1, 5), max_size=20))
+def test_the_best_fit_is_the_fullest_node_with_room_lowest_index_on_ties(free, wants):
+    arr = np.array(free)
+    fit = _BestFit(arr)
+    ref = np.array(free)
+    for want in wants:
+        got = fit.take(want)
+        fits = np.flatnonzero(ref >= want)
+        if not len(fits):
+            assert got is None
+            continue
+        i = fits[np.argmin(ref[fits])]
+        ref[i] -= want
+        assert got == tuple(int(want if k == i else 0) for k in range(len(free)))
+        assert (arr == ref).all()

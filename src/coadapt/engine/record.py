@@ -7,6 +7,7 @@ or live) updates it; the engine turns it into the ``JobView`` a policy sees.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,8 +161,16 @@ class JobRecord:
             name=self.name, application=self.spec.application,
             submit_time=self.spec.submit_time, age=now - self.spec.submit_time,
             attained_service=self.attained, restarts=max(self.restarts, 0),
-            allocation=self.allocation or (0,) * nodes, batch_size=self.batch_size,
+            allocation=self.allocation or _zeros(nodes), batch_size=self.batch_size,
             requested_replicas=self.spec.num_replicas, requested_batch=self.spec.batch_size,
             limits=self.limits, max_observed_replicas=self.max_observed_replicas,
             progress=self.progress, model=self.model, oracle=oracle, weight=self.spec.weight,
-            kind=self.kind, models=self.models, restoring=self.restoring and self.replicas > 0)
+            kind=self.kind, models=self.models, restoring=self.restoring and self.replicas > 0,
+            held=(self.replicas, len(self.nodes_used)))
+
+
+@functools.lru_cache(maxsize=8)
+def _zeros(nodes: int) -> tuple[int, ...]:
+    """The allocation of a job holding nothing (one tuple per cluster size,
+    shared by every waiting job's view)."""
+    return (0,) * nodes

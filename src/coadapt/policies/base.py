@@ -54,10 +54,21 @@ class JobView:
     """It holds slots but is still (re)starting from its checkpoint, not yet
     stepping (its own report, as Sia's ``scaling_underway``)."""
 
+    held: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+    """(slots, nodes) of ``allocation`` when whoever built the view knows them
+    (the engine does); None: counted from the allocation, which has an entry
+    per node (a thousand jobs on a thousand nodes: a million entries a round)."""
+
     @functools.cached_property
     def replicas(self) -> int:
-        """Slots held (computed once: an allocation has an entry per node)."""
-        return sum(self.allocation)
+        """Slots held."""
+        return self.held[0] if self.held is not None else sum(self.allocation)
+
+    @functools.cached_property
+    def nodes_used(self) -> int:
+        """How many nodes the job holds slots on."""
+        a = self.allocation
+        return self.held[1] if self.held is not None else len(a) - a.count(0)
 
 
 @dataclass(frozen=True)

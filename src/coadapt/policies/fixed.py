@@ -40,13 +40,20 @@ class Fixed:
             # otherwise place the newcomer by dropping an earlier (heavier) job.
             trial = {**counts, job.name: min(job.requested_replicas, total)}
             trial_placed = self.placer.place(trial, snap.nodes, current)
-            if any(sum(trial_placed.get(n, ())) != k for n, k in trial.items()):
+            if not all(_whole(trial_placed.get(n), k, current.get(n)) for n, k in trial.items()):
                 break
             counts, placed = trial, trial_placed
         # Gang semantics: a job that could not get all its slots waits.
         out: Decision = {}
         for job in snap.jobs:
             alloc = placed.get(job.name)
-            if alloc is not None and sum(alloc) == counts[job.name]:
+            if _whole(alloc, counts.get(job.name, 0), current.get(job.name)):
                 out[job.name] = Assignment(alloc, job.requested_batch)
         return out
+
+
+def _whole(alloc: tuple[int, ...] | None, want: int, kept: tuple[int, ...] | None) -> bool:
+    """The placement gives all ``want`` slots: a job left where it was (its
+    ``kept`` allocation itself, which holds its count) without summing its
+    entry per node, as every trial would for every running job."""
+    return alloc is not None and (alloc is kept or sum(alloc) == want)

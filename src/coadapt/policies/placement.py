@@ -12,6 +12,7 @@ when it fits (best fit), and let at most one multi-node job use any node
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -153,11 +154,50 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
                 out[name] = cur
     todo = sorted(((n, c) for n, c in counts.items() if c > 0 and n not in out),
                   key=lambda item: -item[1])
+    fit = _BestFit(free)
     for name, want in todo:
-        alloc = _place_one(want, free, capacity, multi)
+        alloc = fit.take(want)
+        if alloc is None:
+            alloc = _place_one(want, free, capacity, multi)
+            fit.changed()
         if alloc is not None:
             out[name] = alloc
     return out
+
+
+class _BestFit:
+    """The single-node best fit of ``_place_one`` (the fullest node with room,
+    the lowest index on ties) without a pass over every node per job: the
+    nodes by free slots, each level a heap of node indices, stale entries
+    dropped when met. ``free`` is shared with ``_place_one``."""
+
+    def __init__(self, free: np.ndarray) -> None:
+        self.free = free
+        self.now = free.tolist()
+        self.levels: list[list[int]] = [np.flatnonzero(free == v).tolist()
+                                        for v in range(int(free.max(initial=0)) + 1)]
+
+    def take(self, want: int) -> tuple[int, ...] | None:
+        """Place ``want`` slots on one node, or None when no node has room."""
+        now = self.now
+        for v in range(want, len(self.levels)):
+            heap = self.levels[v]
+            while heap and now[heap[0]] != v:
+                heapq.heappop(heap)
+            if heap:
+                i = heapq.heappop(heap)
+                now[i] = left = v - want
+                self.free[i] = left
+                heapq.heappush(self.levels[left], i)
+                return (0,) * i + (want,) + (0,) * (len(now) - i - 1)
+        return None
+
+    def changed(self) -> None:
+        """``free`` changed elsewhere (a multi-node placement): re-file those nodes."""
+        fresh = self.free.tolist()
+        for i in np.flatnonzero(self.free != np.array(self.now)).tolist():
+            heapq.heappush(self.levels[fresh[i]], i)
+        self.now = fresh
 
 
 def _as_matrix(allocs: list[tuple[int, ...]], nodes: int) -> np.ndarray:

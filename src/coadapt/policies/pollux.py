@@ -192,7 +192,9 @@ class Pollux:
         cost, tables = self.costs(snap)
         counts = partitioned_allocation(cost, snap.total_slots)
         want = {j.name: c for j, c in zip(jobs, counts, strict=True) if c > 0}
-        placed = self.placer.place(want, snap.nodes, {j.name: j.allocation for j in jobs})
+        # a job holding nothing has no place to keep: only the holders' are passed
+        placed = self.placer.place(want, snap.nodes,
+                                   {j.name: j.allocation for j in jobs if j.replicas})
         out: Decision = {}
         per_node = snap.max_slots_per_node
         chosen = []
@@ -200,15 +202,18 @@ class Pollux:
             alloc = placed.get(job.name)
             if alloc is None:
                 continue
-            replicas = job.replicas if alloc is job.allocation else sum(alloc)
+            if alloc is job.allocation:
+                replicas, spread = job.replicas, job.nodes_used
+            else:
+                replicas, spread = sum(alloc), len(alloc) - alloc.count(0)
             if not self.adapt_workers and replicas != want[job.name]:
                 continue  # a gang that did not fit whole waits
-            chosen.append((job, alloc, replicas, table))
-        for (job, alloc, _, _), batch in zip(chosen, self._batches(chosen, per_node), strict=True):
+            chosen.append((job, alloc, replicas, spread, table))
+        for (job, alloc, *_), batch in zip(chosen, self._batches(chosen, per_node), strict=True):
             out[job.name] = Assignment(alloc, batch, adaptive=self.adapt_batch)
         return out
 
-    def _batches(self, chosen: list[tuple[JobView, tuple[int, ...], int, Table | None]],
+    def _batches(self, chosen: list[tuple[JobView, tuple[int, ...], int, int, Table | None]],
                  per_node: int) -> list[int]:
         """Each placed job's total batch: its requested one (``adapt_batch``
         off), the start batch without a model, else the goodput optimum of its
@@ -216,21 +221,21 @@ class Pollux:
         in one stacked evaluation."""
         out: list[int] = []
         misses: list[int] = []
-        for i, (job, alloc, replicas, table) in enumerate(chosen):
+        for i, (job, _, replicas, spread, table) in enumerate(chosen):
             if not self.adapt_batch:
                 out.append(fixed_batch(job))
             elif job.model is None:
                 out.append(int(job.limits.start_batch(replicas)))
             elif table is not None and replicas < len(table.local_batch) \
-                    and len(alloc) - alloc.count(0) == max(-(-replicas // per_node), 1):
+                    and spread == max(-(-replicas // per_node), 1):
                 out.append(int(table.local_batch[replicas]) * replicas)
             else:
                 out.append(0)
                 misses.append(i)
         if misses:
             picked = [chosen[i] for i in misses]
-            nodes = np.array([len(a) - a.count(0) for _, a, _, _ in picked])
-            replicas = np.array([r for _, _, r, _ in picked])
+            nodes = np.array([spread for *_, spread, _ in picked])
+            replicas = np.array([r for _, _, r, _, _ in picked])
             best = stacked_optimize([j.model for j, *_ in picked], [j.limits for j, *_ in picked],
                                     np.arange(len(picked)), nodes, replicas)
             for i, b, r in zip(misses, best.batch_size, replicas, strict=True):
