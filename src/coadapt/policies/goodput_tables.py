@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,10 +34,10 @@ from coadapt.policies.base import JobView
 from coadapt.policies.estimates import fixed_batch, fixed_batch_goodput, packed_nodes
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """A job's goodput at 0..n packed slots (0 at none) and, per count, the
-    per-replica batch (micro-batch x micro-steps) of that optimum."""
+    per-replica batch (micro-batch x micro-steps) of that optimum. (A named
+    tuple: a thousand are made a round, at a fifth of a frozen dataclass's cost.)"""
 
     model: GoodputModel
     per_node: int

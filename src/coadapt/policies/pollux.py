@@ -133,11 +133,16 @@ class Pollux:
         r = np.arange(int(top.max()) + 1)
         s = np.tile(r / fair, (len(jobs), 1))
         base = np.zeros(len(jobs))
-        for i, t in enumerate(tables):
-            if t is not None:
-                base[i] = b = t.goodput[at[i]]
-                if b > 0:
-                    s[i, : top[i] + 1] = t.goodput[: top[i] + 1] / b
+        have = [i for i, t in enumerate(tables) if t is not None]
+        if have:  # every modeled job's row at once: its goodput over its own at the share
+            base[have] = [tables[i].goodput[at[i]] for i in have]
+            rows = [i for i in have if base[i] > 0]
+            if rows:
+                lens = top[rows] + 1
+                owner = np.repeat(rows, lens)
+                cols = np.arange(owner.size) - np.repeat(np.cumsum(lens) - lens, lens)
+                s[owner, cols] = np.concatenate(
+                    [tables[i].goodput[: top[i] + 1] for i in rows]) / base[owner]
         s[r[None, :] > top[:, None]] = np.nan
         if not self.adapt_workers:
             s = np.where((r[None, :] == 0) | (r[None, :] == top[:, None]), s, np.nan)
