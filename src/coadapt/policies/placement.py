@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -71,13 +71,48 @@ def by_kind(place, counts: Mapping[str, int], nodes: tuple[Node, ...],
     return out
 
 
+@dataclass
+class RowCache:
+    """Allocations as array rows, kept per job while its allocation is the same
+    tuple (held here, so the identity is sound): a round at a thousand jobs on a
+    thousand nodes converts only the allocations that changed, not a million
+    entries."""
+
+    _rows: dict[str, tuple[tuple[int, ...], np.ndarray]] = field(default_factory=dict)
+
+    def matrix(self, names: list[str], allocs: list[tuple[int, ...]], nodes: int) -> np.ndarray:
+        held = self._rows
+        miss = [k for k, (n, a) in enumerate(zip(names, allocs, strict=True))
+                if (h := held.get(n)) is None or h[0] is not a]
+        if not miss:
+            out = np.stack([held[n][1] for n in names]) if names else _as_matrix([], nodes)
+        elif len(miss) == len(allocs):
+            out = _as_matrix(allocs, nodes)
+        else:
+            fresh = _as_matrix([allocs[k] for k in miss], nodes)
+            hit = np.ones(len(allocs), dtype=bool)
+            hit[miss] = False
+            idx = np.flatnonzero(hit).tolist()
+            kept = [held[names[k]][1] for k in idx]
+            out = np.empty((len(allocs), nodes), dtype=np.result_type(fresh, *kept))
+            out[idx], out[miss] = kept, fresh
+        return self._store(names, allocs, out)
+
+    def _store(self, names: list[str], allocs: list[tuple[int, ...]],
+               out: np.ndarray) -> np.ndarray:
+        self._rows = {n: (a, row) for n, a, row in zip(names, allocs, out, strict=True)}
+        return out
+
+
 @dataclass(frozen=True)
 class Pack:
     """Pollux's placement (``pack``), one kind of node per job."""
 
+    rows: RowCache = field(default_factory=RowCache, compare=False, repr=False)
+
     def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
               current: Mapping[str, tuple[int, ...]]) -> Placement:
-        return by_kind(lambda c, ns, cur: pack(c, tuple(n.slots for n in ns), cur),
+        return by_kind(lambda c, ns, cur: pack(c, tuple(n.slots for n in ns), cur, self.rows),
                        counts, nodes, current)
 
 
@@ -126,7 +161,7 @@ def spread_most_free(count: int, free: np.ndarray) -> tuple[int, ...] | None:
 
 
 def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
-         current: Mapping[str, tuple[int, ...]]) -> Placement:
+         current: Mapping[str, tuple[int, ...]], rows_of: RowCache | None = None) -> Placement:
     """Place ``counts`` (job -> slots). Jobs whose count is unchanged keep
     their current nodes. A job may receive fewer slots than asked when the
     free slots are fragmented or the one-multi-node-job-per-node rule binds."""
@@ -136,7 +171,9 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
     out: Placement = {}
     keep = [(name, cur, want) for name, want in counts.items()
             if want > 0 and (cur := current.get(name)) is not None and len(cur) == len(free)]
-    rows = _as_matrix([cur for _, cur, _ in keep], len(free))
+    allocs = [cur for _, cur, _ in keep]
+    rows = (_as_matrix(allocs, len(free)) if rows_of is None
+            else rows_of.matrix([name for name, *_ in keep], allocs, len(free)))
     same = rows.sum(axis=1) == np.array([want for *_, want in keep], dtype=int)
     keep = [(name, cur) for (name, cur, _), s in zip(keep, same, strict=True) if s]
     rows = rows[same]
