@@ -33,12 +33,31 @@ def workload(tmp_path: Path, rows: list[str]) -> Path:
     return path
 
 
-def live(wl: Path, out: Path, *extra: str, policy: str = "pollux") -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "coadapt.cli", "live", "--workload", str(wl), "--policy",
-           policy, "--cluster", "1x2", "--interval", "3", "--out", str(out), "--no-compare",
-           "--calibration", "profiles", "--no-status", *TINY, *extra]
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+@pytest.fixture
+def live():
+    """Start ``coadapt live`` as a user would. A run the test leaves running
+    (it failed or timed out) is stopped at teardown: SIGTERM, which stops
+    every child, then SIGKILL; a failing test leaves no orphans."""
+    started: list[subprocess.Popen] = []
+
+    def start(wl: Path, out: Path, *extra: str, policy: str = "pollux") -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "coadapt.cli", "live", "--workload", str(wl), "--policy",
+               policy, "--cluster", "1x2", "--interval", "3", "--out", str(out), "--no-compare",
+               "--calibration", "profiles", "--no-status", *TINY, *extra]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
 
 
 def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[int, str, str]:
@@ -72,7 +91,7 @@ def progress_of(job_dir: Path) -> float:
     return obs[-1]["progress"] if obs else 0.0
 
 
-def test_jobs_complete_verified_on_their_own_cores(tmp_path):
+def test_jobs_complete_verified_on_their_own_cores(tmp_path, live):
     wl = workload(tmp_path, ["a,0,mlp-mnist1d,1,32", "b,1,cnn-mnist1d,1,32",
                              "c,2,mlp-mnist1d,2,64"])
     code, out, err = finish(live(wl, tmp_path / "out"))
@@ -97,7 +116,7 @@ def test_jobs_complete_verified_on_their_own_cores(tmp_path):
     assert all(not pid_alive(p) for n in "abc" for p in worker_pids(run / "jobs" / n))
 
 
-def test_a_killed_worker_is_relaunched_from_its_checkpoint(tmp_path):
+def test_a_killed_worker_is_relaunched_from_its_checkpoint(tmp_path, live):
     wl = workload(tmp_path, ["k,0,cnn-mnist1d,2,64"])
     proc = live(wl, tmp_path / "out", policy="fixed")
     job = tmp_path / "out" / "fixed" / "jobs" / "k"
@@ -117,7 +136,7 @@ def test_a_killed_worker_is_relaunched_from_its_checkpoint(tmp_path):
     assert not pid_alive(victim)
 
 
-def test_ctrl_c_checkpoints_stops_everything_and_resume_finishes(tmp_path):
+def test_ctrl_c_checkpoints_stops_everything_and_resume_finishes(tmp_path, live):
     wl = workload(tmp_path, ["x,0,cnn-mnist1d,1,32", "y,0,cnn-mnist1d,1,32",
                              "z,30,mlp-mnist1d,1,32"])
     out = tmp_path / "out"
@@ -150,7 +169,7 @@ def test_ctrl_c_checkpoints_stops_everything_and_resume_finishes(tmp_path):
     assert done["z"]["jct"] < 60
 
 
-def test_second_signal_kills_at_once(tmp_path):
+def test_second_signal_kills_at_once(tmp_path, live):
     wl = workload(tmp_path, ["s,0,cnn-mnist1d,2,64"])
     proc = live(wl, tmp_path / "out", policy="fixed")
     job = tmp_path / "out" / "fixed" / "jobs" / "s"
