@@ -34,13 +34,15 @@ class Placer(Protocol):
 
 
 def by_kind(place, counts: Mapping[str, int], nodes: tuple[Node, ...],
-            current: Mapping[str, tuple[int, ...]]) -> Placement:
+            current: Mapping[str, tuple[int, ...]],
+            kinds: tuple[str, ...] | None = None) -> Placement:
     """Run ``place(counts, nodes, current)`` once per kind of node, so that a
     job runs on one kind at a time (as in Sia). First fit: a running job stays
     on its kind while it fits there; another goes to the kind with the most
     slots not yet promised that fits it whole (else the one with the most).
-    On one kind this is ``place`` itself, unchanged."""
-    kinds = tuple(dict.fromkeys(n.kind for n in nodes))
+    On one kind this is ``place`` itself, unchanged. ``kinds``: the nodes'
+    kinds in order of appearance, when the caller knows them."""
+    kinds = tuple(dict.fromkeys(n.kind for n in nodes)) if kinds is None else kinds
     if len(kinds) == 1:
         return place(counts, nodes, current)
     idx = {k: [i for i, n in enumerate(nodes) if n.kind == k] for k in kinds}
@@ -104,16 +106,38 @@ class RowCache:
         return out
 
 
+@dataclass
+class NodeFacts:
+    """The kinds and slots of a cluster's nodes, kept while the placer is
+    handed the same tuple of nodes (held here: the identity is sound). A
+    policy that places several times a round (fixed tries each waiting job)
+    reads a thousand nodes once, not per call."""
+
+    _last: tuple | None = None
+
+    def of(self, nodes: tuple[Node, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        if self._last is None or self._last[0] is not nodes:
+            self._last = (nodes, tuple(dict.fromkeys(n.kind for n in nodes)),
+                          tuple(n.slots for n in nodes))
+        return self._last[1], self._last[2]
+
+
 @dataclass(frozen=True)
 class Pack:
     """Pollux's placement (``pack``), one kind of node per job."""
 
     rows: RowCache = field(default_factory=RowCache, compare=False, repr=False)
+    facts: NodeFacts = field(default_factory=NodeFacts, compare=False, repr=False)
 
     def place(self, counts: Mapping[str, int], nodes: tuple[Node, ...],
               current: Mapping[str, tuple[int, ...]]) -> Placement:
-        return by_kind(lambda c, ns, cur: pack(c, tuple(n.slots for n in ns), cur, self.rows),
-                       counts, nodes, current)
+        kinds, slots = self.facts.of(nodes)
+
+        def one(c: Mapping[str, int], ns: tuple[Node, ...],
+                cur: Mapping[str, tuple[int, ...]]) -> Placement:
+            return pack(c, slots if ns is nodes else tuple(n.slots for n in ns), cur, self.rows)
+
+        return by_kind(one, counts, nodes, current, kinds)
 
 
 @dataclass(frozen=True)
@@ -178,8 +202,9 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
     keep = [(name, cur) for (name, cur, _), s in zip(keep, same, strict=True) if s]
     rows = rows[same]
     spread = np.count_nonzero(rows, axis=1) > 1
-    if np.all(rows.sum(axis=0) <= free):  # all fit: as the one-by-one check would find
-        free -= rows.sum(axis=0, dtype=free.dtype)
+    held = rows.sum(axis=0, dtype=free.dtype)
+    if np.all(held <= free):  # all fit: as the one-by-one check would find
+        free -= held
         multi |= (rows[spread] > 0).any(axis=0)
         out.update(keep)
     else:
