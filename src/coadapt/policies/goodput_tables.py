@@ -109,7 +109,8 @@ class GoodputTables:
         gp, lb = np.zeros(owner.size + len(jobs)), np.zeros(owner.size + len(jobs), dtype=int)
         gp[at], lb[at] = good, local
         ends = np.cumsum(counts + 1).tolist()
-        return [Table(j.model, per_node, gp[e - c - 1:e], lb[e - c - 1:e])
+        # copies, not views: a kept table must not keep this round's arrays alive
+        return [Table(j.model, per_node, gp[e - c - 1:e].copy(), lb[e - c - 1:e].copy())
                 for j, c, e in zip(jobs, counts.tolist(), ends, strict=True)]
 
     def _columns(self, jobs: list[JobView], counts: np.ndarray,
@@ -151,6 +152,6 @@ class GoodputTables:
             at = np.concatenate([[0], np.cumsum(counts[todo])]).tolist()
             for k, i in enumerate(todo):
                 self._speed[jobs[i].name] = (jobs[i].model.perf, jobs[i].limits, per_node,
-                                             fresh[:, at[k]:at[k + 1]])
+                                             fresh[:, at[k]:at[k + 1]].copy())
         return np.concatenate([self._speed[j.name][3][:, :c]
                                for j, c in zip(jobs, counts.tolist(), strict=True)], axis=1)
