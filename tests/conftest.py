@@ -28,6 +28,8 @@ EXCLUSIVE = (
 GROUPS = {
     "netns": ("tests/backends/live/test_nodes.py", "tests/runs/live/test_emulated.py"),
     "cgroup": ("tests/backends/live/test_live_kinds.py", "tests/runs/live/test_live_kinds_request.py"),
+    # two-worker live runs side by side would each get half the cores they were timed on
+    "live": ("tests/runs/live/test_live_runs.py", "tests/runs/live/test_live_faults.py"),
     "ray": ("tests/experiment/test_runner.py::test_ray_runs_cells_on_a_local_instance",
             "tests/experiment/test_runner_plugins.py::test_ray_tasks_load_a_file_policy"),
 }

@@ -15,7 +15,6 @@ from coadapt.jobs.procs import pid_alive
 from tests.runs.live.test_live_runs import (
     REPO,
     finish,
-    live,
     progress_of,
     pytestmark,  # noqa: F401  (the same 2-core requirement)
     wait_for,
@@ -24,7 +23,7 @@ from tests.runs.live.test_live_runs import (
 )
 
 
-def test_killed_executor_leaves_nothing_running_and_resume_finishes(tmp_path):
+def test_killed_executor_leaves_nothing_running_and_resume_finishes(tmp_path, live):
     wl = workload(tmp_path, ["x,0,cnn-mnist1d,1,32", "y,0,mlp-mnist1d,1,32"])
     out = tmp_path / "out"
     proc = live(wl, out, policy="fixed")

@@ -33,34 +33,7 @@ def workload(tmp_path: Path, rows: list[str]) -> Path:
     return path
 
 
-@pytest.fixture
-def live():
-    """Start ``coadapt live`` as a user would. A run the test leaves running
-    (it failed or timed out) is stopped at teardown: SIGTERM, which stops
-    every child, then SIGKILL; a failing test leaves no orphans."""
-    started: list[subprocess.Popen] = []
-
-    def start(wl: Path, out: Path, *extra: str, policy: str = "pollux") -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "coadapt.cli", "live", "--workload", str(wl), "--policy",
-               policy, "--cluster", "1x2", "--interval", "3", "--out", str(out), "--no-compare",
-               "--calibration", "profiles", "--no-status", *TINY, *extra]
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-
-
-def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[int, str, str]:
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
 
