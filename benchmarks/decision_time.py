@@ -5,10 +5,11 @@ arriving within --window hours on --cluster, runs it under each policy with the
 policy's ``decide`` timed, and stops once --rounds rounds have shown at least
 --active jobs (or at --max-rounds). A burst of arrivals (a short window) is
 what puts many jobs in one round: at the Pollux study's load a cluster of
-2,048 slots holds about 600. Rounds before the jobs have run (no model yet)
+2,048 slots holds about 600; the defaults hold 1,000-1,085 for five rounds
+(15 s rounds, the CPU defaults). Rounds before the jobs have run (no model yet)
 are cheap; only the rounds at or above --active count.
 
-    .venv/bin/python benchmarks/decision_time.py [--num-jobs 1500] [--window 0.25]
+    .venv/bin/python benchmarks/decision_time.py [--num-jobs 3000] [--window 0.06]
         [--cluster 1024x2] [--policy pollux,sia] [--active 1000] [--rounds 20]
         [--out out/bench/decision]
 
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 from coadapt.backends.modeled.backend import ModeledBackend
 from coadapt.engine.loop import Engine
@@ -81,7 +83,8 @@ def time_policy(workload_path: Path, cluster: str, policy: str, active: int, rou
                         interval=run.interval, restart_delay=run.restart_delay,
                         kind_speed=run.kind_speed(world))
         try:
-            engine.run()
+            with threadpool_limits(1):  # as `coadapt simulate` runs: BLAS threads only contend
+                engine.run()
         except _Enough:
             pass
     return pl.DataFrame(timed.rows).with_columns(
@@ -90,8 +93,8 @@ def time_policy(workload_path: Path, cluster: str, policy: str, active: int, rou
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--num-jobs", type=int, default=1500)
-    p.add_argument("--window", type=float, default=0.25, help="arrival window, hours")
+    p.add_argument("--num-jobs", type=int, default=3000)
+    p.add_argument("--window", type=float, default=0.06, help="arrival window, hours")
     p.add_argument("--cluster", default="1024x2")
     p.add_argument("--policy", default="pollux,sia")
     p.add_argument("--active", type=int, default=1000, help="count rounds with >= this many jobs")

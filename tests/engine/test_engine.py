@@ -195,6 +195,32 @@ def test_the_engine_refuses_a_decision_that_overfills_a_node(tmp_path):
             eng.run()
 
 
+def test_the_engine_refuses_a_negative_or_misshapen_allocation(tmp_path):
+    prof = make_toy()
+    wl = Workload("t", tmp_path / "w.csv", (JobSpec("a", 0.0, "toy", 1, 32),))
+    for alloc, message in (((2, -1), r"gave a the allocation \(2, -1\)"),
+                           ((1, 0, 0), r"gave a the allocation \(1, 0, 0\); the cluster has 2")):
+        with EventLog(tmp_path / "o.jsonl") as log:
+            eng = Engine(wl, *modeled(prof, 1.0), Fixed(alloc), ClusterSpec.parse("2x4"), log)
+            with pytest.raises(DecisionError, match=message):
+                eng.run()
+
+
+class Fixed:
+    """Every job gets ``alloc``, whatever it is."""
+
+    name = "given"
+    uses_oracle = False
+
+    def __init__(self, alloc):
+        self.alloc = alloc
+
+    def decide(self, snap):
+        from coadapt.policies.base import Assignment
+
+        return {j.name: Assignment(self.alloc) for j in snap.jobs}
+
+
 class Watch:
     """Fixed, recording what each round showed of job ``j``."""
 

@@ -1,6 +1,6 @@
 import pytest
 
-from coadapt.metrics.breakdown import breakdown
+from coadapt.metrics.breakdown import Breakdown, breakdown
 
 
 def ev(t, kind, job, **kw):
@@ -31,3 +31,12 @@ def test_wait_run_and_modeled_share_from_the_log():
 def test_empty_log_gives_none():
     assert breakdown([ev(0, "header", None)]) == {"wait_mean": None, "run_mean": None,
                                                   "delay_mean": None, "modeled_frac": None}
+
+
+def test_gathered_on_the_way_through_a_stream_it_is_the_same():
+    events = [ev(0, "header", None), ev(10, "submit", "a"), ev(15, "allocate", "a", replicas=2),
+              ev(18, "start", "a", truth="network"), ev(75, "complete", "a")]
+    acc = Breakdown()
+    assert list(acc.passing(iter(events))) == events  # every event passes, in order
+    assert acc.result() == breakdown(events)
+    assert acc.result()["modeled_frac"] == pytest.approx(1.0)

@@ -45,6 +45,24 @@ def test_fixed_is_fifo_and_non_preemptive():
     assert d2["a"].allocation == running.allocation and "b" not in d2
 
 
+def test_fixed_tries_no_placement_for_a_head_that_exceeds_the_free_slots():
+    # A full cluster with a long queue (the Philly trace's state for weeks): one
+    # placement of the running jobs a round, not one more per round for the head.
+    from coadapt.policies.placement import Pack
+
+    class Counting(Pack):
+        def place(self, counts, nodes, current):
+            calls.append(len(counts))
+            return super().place(counts, nodes, current)
+
+    calls: list[int] = []
+    p = make_policy("fixed", CFG)
+    p.placer = Counting()
+    d = p.decide(snap([view("a", req=6, alloc=(4, 2)), view("b", req=4), view("c", req=1)]))
+    assert d["a"].allocation == (4, 2) and "b" not in d and "c" not in d
+    assert calls == [1]
+
+
 def test_fixed_queues_heavier_jobs_first_but_never_preempts():
     p = make_policy("fixed", CFG)
     d = p.decide(snap([view("a", req=6), view("b", req=4), view("vip", submit=9.0, req=4,

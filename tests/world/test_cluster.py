@@ -1,8 +1,17 @@
 """The cluster as a list of typed nodes: parsing and printing, old forms unchanged."""
 
+import numpy as np
 import pytest
 
-from coadapt.world.cluster import DEFAULT_KIND, ClusterSpec, Network, Node, nodes_of, packed_placement
+from coadapt.world.cluster import (
+    DEFAULT_KIND,
+    ClusterSpec,
+    Network,
+    Node,
+    allocation_matrix,
+    nodes_of,
+    packed_placement,
+)
 
 
 @pytest.mark.parametrize("text", ["8x2", "1x1", "16x4", "4,4,2", "2,3", "5"])
@@ -66,3 +75,13 @@ def test_packed_placement_fills_whole_nodes_first():
     assert packed_placement(5, 2) == (2, 2, 1)
     assert packed_placement(4, 4) == (4,)
     assert packed_placement(0, 4) == ()
+
+
+def test_allocation_matrix_converts_rows_and_keeps_what_a_byte_cannot_hold():
+    m = allocation_matrix([(0, 2, 0), (1, 0, 3)], 3)
+    assert m.dtype == np.uint8 and m.tolist() == [[0, 2, 0], [1, 0, 3]]
+    assert allocation_matrix([], 4).shape == (0, 4)
+    big = allocation_matrix([(300, 0)], 2)  # more than 255 slots on a node
+    assert big.tolist() == [[300, 0]]
+    neg = allocation_matrix([(1, -1)], 2)  # a faulty policy's entry, kept for the check
+    assert neg.tolist() == [[1, -1]]

@@ -24,10 +24,10 @@ SETTINGS = RunSettings(ClusterSpec.parse("1x2"), interval=60.0, restart_delay=30
                        show_progress=False)
 
 
-def run(tmp_path, jobs, policy="fixed", costs=COSTS, name="x"):
+def run(tmp_path, jobs, policy="fixed", costs=COSTS, name="x", settings=SETTINGS):
     wl = Workload("t", tmp_path / "w.csv", tuple(jobs))
-    world = World.build({"toy": make_toy()}, SETTINGS.cluster, costs=costs)
-    s = simulate_policy(world, wl, policy, SETTINGS, tmp_path / name)
+    world = World.build({"toy": make_toy()}, settings.cluster, costs=costs)
+    s = simulate_policy(world, wl, policy, settings, tmp_path / name)
     return s, list(read_events(tmp_path / name / "events.jsonl"))
 
 
@@ -54,6 +54,17 @@ def test_jobs_sharing_a_node_slow_each_other_by_the_measured_factor(tmp_path):
     overhead = 60 + 2.0 + 10 * 0.5 + 1.5 + 3 * LAG
     assert pair["avg_jct"] - overhead == pytest.approx((alone["avg_jct"] - overhead) * slow / step,
                                                         rel=1e-6)
+
+
+def test_jobs_on_different_nodes_do_not_slow_each_other(tmp_path):
+    two_nodes = RunSettings(ClusterSpec.parse("2x1"), interval=60.0, restart_delay=30.0,
+                            show_progress=False)
+    alone, _ = run(tmp_path, [JobSpec("a", 0.0, "toy", 1, 32)], name="alone", settings=two_nodes)
+    pair, events = run(tmp_path, [JobSpec("a", 0.0, "toy", 1, 32), JobSpec("b", 0.0, "toy", 1, 32)],
+                       name="pair", settings=two_nodes)
+    nodes = {e["job"]: e.get("allocation") for e in events if e["kind"] == "allocate"}
+    assert nodes["a"] != nodes["b"]  # one job per node
+    assert pair["avg_jct"] == pytest.approx(alone["avg_jct"], rel=1e-9)
 
 
 def test_without_costs_the_fixed_restart_delay_applies(tmp_path):

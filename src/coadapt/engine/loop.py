@@ -25,13 +25,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import simpy
 
 from coadapt.engine.backend import Backend, JobHandle
 from coadapt.eventlog import EventLog
 from coadapt.models.batching import JobLimits
 from coadapt.policies.base import Assignment, Decision, Policy, Snapshot
-from coadapt.world.cluster import ClusterSpec
+from coadapt.world.cluster import ClusterSpec, allocation_matrix
 from coadapt.world.workload import JobSpec, Workload, check_requests
 
 logger = logging.getLogger(__name__)
@@ -288,26 +289,36 @@ class Engine:
         """Fail loudly on a decision that names unknown jobs, has the wrong
         number of nodes or overfills a node."""
         names = {j.record.name for j in self.active}
-        load = [0] * self.cluster.num_nodes
+        nodes = self.cluster.num_nodes
         for name, a in decision.items():
             if name not in names:
                 raise DecisionError(f"policy {self.policy.name} allocated to {name!r}, which is "
                                     "not an active job")
-            if len(a.allocation) != self.cluster.num_nodes or min(a.allocation, default=0) < 0:
-                raise DecisionError(f"policy {self.policy.name} gave {name} the allocation "
-                                    f"{a.allocation}; the cluster has {self.cluster.num_nodes} "
-                                    "nodes")
-            load = [x + y for x, y in zip(load, a.allocation, strict=True)]
+            if len(a.allocation) != nodes:
+                self._bad_allocation(name, a.allocation)
             if self._kinds:
                 try:
                     self.cluster.kind_of(a.allocation)
                 except ValueError as err:
                     raise DecisionError(f"policy {self.policy.name} gave {name} {err}") from None
-        over = [i for i, (x, cap) in enumerate(zip(load, self.cluster.slots_per_node, strict=True))
-                if x > cap]
+        if not decision:
+            return
+        # every job's entries at once (a million a round at a thousand jobs and nodes)
+        rows = allocation_matrix([a.allocation for a in decision.values()], nodes)
+        if rows.dtype != np.uint8:  # an entry that is not 0-255: a negative one?
+            for name, a in decision.items():
+                if min(a.allocation, default=0) < 0:
+                    self._bad_allocation(name, a.allocation)
+        load = rows.sum(axis=0, dtype=np.int64)
+        over = np.flatnonzero(load > np.array(self.cluster.slots_per_node)).tolist()
         if over:
             raise DecisionError(f"policy {self.policy.name} overfills node(s) {over}: "
-                                f"{load} slots asked of {list(self.cluster.slots_per_node)}")
+                                f"{load.tolist()} slots asked of {list(self.cluster.slots_per_node)}")
+
+    def _bad_allocation(self, name: str, allocation: tuple) -> None:
+        raise DecisionError(f"policy {self.policy.name} gave {name} the allocation "
+                            f"{allocation}; the cluster has {self.cluster.num_nodes} "
+                            "nodes (an allocation is a number of slots >= 0 per node)")
 
     # ------------------------------------------------------------ completion
     def complete(self, job: JobHandle, now: float, **fields: Any) -> None:

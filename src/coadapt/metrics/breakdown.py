@@ -12,7 +12,7 @@ declared network model or on extrapolation. Read from the log alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,32 +30,56 @@ class _E(NamedTuple):
     truth: Any
 
 
+class Breakdown:
+    """The breakdown's accumulator, fed one event at a time (``passing``), so
+    that a report reads a log once for its tally and its breakdown."""
+
+    def __init__(self) -> None:
+        self.per_job: dict[str, list[_E]] = defaultdict(list)
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Breakdown:
+        acc = cls()
+        for e in events:
+            acc.add(e)
+        return acc
+
+    def add(self, e: Event) -> None:
+        if e.get("job") is not None and e["kind"] in _KINDS:
+            self.per_job[e["job"]].append(_E(e["t"], e["kind"], e.get("replicas"), e.get("truth")))
+
+    def passing(self, events: Iterable[Event]) -> Iterator[Event]:
+        """``events``, each added here on its way through."""
+        for e in events:
+            self.add(e)
+            yield e
+
+    def result(self) -> dict[str, float | None]:
+        waits, runs, delays = [], [], []
+        slot_time = {"measured": 0.0, "modeled": 0.0}
+        for evs in self.per_job.values():
+            evs.sort(key=lambda e: e.t)
+            submit = next((e.t for e in evs if e.kind == "submit"), None)
+            first = next((e.t for e in evs if e.kind == "allocate" and e.replicas), None)
+            done = next((e.t for e in evs if e.kind == "complete"), None)
+            if submit is not None and first is not None and done is not None:
+                waits.append(first - submit)
+                runs.append(done - first)
+                delays.append(_delays(evs))
+            _slot_time(evs, slot_time)
+        total = slot_time["measured"] + slot_time["modeled"]
+        return {
+            "wait_mean": float(np.mean(waits)) if waits else None,
+            "run_mean": float(np.mean(runs)) if runs else None,
+            "delay_mean": float(np.mean(delays)) if delays else None,
+            "modeled_frac": slot_time["modeled"] / total if total > 0 else None,
+        }
+
+
 def breakdown(events: Iterable[Event]) -> dict[str, float | None]:
     """Mean wait and run seconds over completed jobs, and the modeled share
     of slot-time (None where undefined); ``events`` may be a stream."""
-    per_job: dict[str, list[_E]] = defaultdict(list)
-    for e in events:
-        if e.get("job") is not None and e["kind"] in _KINDS:
-            per_job[e["job"]].append(_E(e["t"], e["kind"], e.get("replicas"), e.get("truth")))
-    waits, runs, delays = [], [], []
-    slot_time = {"measured": 0.0, "modeled": 0.0}
-    for evs in per_job.values():
-        evs.sort(key=lambda e: e.t)
-        submit = next((e.t for e in evs if e.kind == "submit"), None)
-        first = next((e.t for e in evs if e.kind == "allocate" and e.replicas), None)
-        done = next((e.t for e in evs if e.kind == "complete"), None)
-        if submit is not None and first is not None and done is not None:
-            waits.append(first - submit)
-            runs.append(done - first)
-            delays.append(_delays(evs))
-        _slot_time(evs, slot_time)
-    total = slot_time["measured"] + slot_time["modeled"]
-    return {
-        "wait_mean": float(np.mean(waits)) if waits else None,
-        "run_mean": float(np.mean(runs)) if runs else None,
-        "delay_mean": float(np.mean(delays)) if delays else None,
-        "modeled_frac": slot_time["modeled"] / total if total > 0 else None,
-    }
+    return Breakdown.of(events).result()
 
 
 def _delays(evs: list[_E]) -> float:

@@ -29,6 +29,7 @@ class Fixed:
         current = {j.name: j.allocation for j in snap.jobs if j.replicas}
         counts: dict[str, int] = {j.name: j.replicas for j in snap.jobs if j.replicas}
         placed = self.placer.place(counts, snap.nodes, current)
+        free = total - sum(counts.values())
         # Heavier jobs first, FIFO among equals (a stable sort keeps submission order).
         for job in sorted(snap.jobs, key=lambda j: -j.weight):
             if job.replicas:
@@ -38,11 +39,14 @@ class Fixed:
             # it), otherwise nobody behind it starts.
             # Everyone already admitted must keep their placement too: the placer may
             # otherwise place the newcomer by dropping an earlier (heavier) job.
-            trial = {**counts, job.name: min(job.requested_replicas, total)}
+            want = min(job.requested_replicas, total)
+            if want > free:  # no placement can hold it: skip the trial (a full placement)
+                break
+            trial = {**counts, job.name: want}
             trial_placed = self.placer.place(trial, snap.nodes, current)
             if not all(_whole(trial_placed.get(n), k, current.get(n)) for n, k in trial.items()):
                 break
-            counts, placed = trial, trial_placed
+            counts, placed, free = trial, trial_placed, free - want
         # Gang semantics: a job that could not get all its slots waits.
         out: Decision = {}
         for job in snap.jobs:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from coadapt.world.cluster import Node
+from coadapt.world.cluster import Node, allocation_matrix
 
 Placement = dict[str, tuple[int, ...]]
 
@@ -87,11 +87,11 @@ class RowCache:
         miss = [k for k, (n, a) in enumerate(zip(names, allocs, strict=True))
                 if (h := held.get(n)) is None or h[0] is not a]
         if not miss:
-            out = np.stack([held[n][1] for n in names]) if names else _as_matrix([], nodes)
+            out = np.stack([held[n][1] for n in names]) if names else allocation_matrix([], nodes)
         elif len(miss) == len(allocs):
-            out = _as_matrix(allocs, nodes)
+            out = allocation_matrix(allocs, nodes)
         else:
-            fresh = _as_matrix([allocs[k] for k in miss], nodes)
+            fresh = allocation_matrix([allocs[k] for k in miss], nodes)
             hit = np.ones(len(allocs), dtype=bool)
             hit[miss] = False
             idx = np.flatnonzero(hit).tolist()
@@ -196,7 +196,7 @@ def pack(counts: Mapping[str, int], slots_per_node: tuple[int, ...],
     keep = [(name, cur, want) for name, want in counts.items()
             if want > 0 and (cur := current.get(name)) is not None and len(cur) == len(free)]
     allocs = [cur for _, cur, _ in keep]
-    rows = (_as_matrix(allocs, len(free)) if rows_of is None
+    rows = (allocation_matrix(allocs, len(free)) if rows_of is None
             else rows_of.matrix([name for name, *_ in keep], allocs, len(free)))
     same = rows.sum(axis=1) == np.array([want for *_, want in keep], dtype=int)
     keep = [(name, cur) for (name, cur, _), s in zip(keep, same, strict=True) if s]
@@ -262,20 +262,9 @@ class _BestFit:
         self.now = fresh
 
 
-def _as_matrix(allocs: list[tuple[int, ...]], nodes: int) -> np.ndarray:
-    """Allocations as rows of an array, converted in C (a round at a thousand
-    jobs on a thousand nodes converts a million entries)."""
-    if not allocs:
-        return np.zeros((0, nodes), dtype=np.int64)
-    try:  # slots per node below 256 (every cluster here): one byte each
-        return np.frombuffer(b"".join(map(bytes, allocs)), dtype=np.uint8).reshape(-1, nodes)
-    except ValueError:
-        return np.array(allocs, dtype=np.int64)
-
-
 def as_array(alloc: tuple[int, ...]) -> np.ndarray:
-    """One allocation as an array (read-only), converted as ``_as_matrix`` does."""
-    return _as_matrix([alloc], len(alloc))[0]
+    """One allocation as an array (read-only), converted as ``allocation_matrix`` does."""
+    return allocation_matrix([alloc], len(alloc))[0]
 
 
 def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,

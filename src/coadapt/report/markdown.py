@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from coadapt.metrics.breakdown import breakdown
 from coadapt.report.runlog import (
     RunLog,
     Settings,
@@ -159,7 +158,7 @@ def _caveats(runs: Sequence[RunLog], s: Settings, live: bool,
         out.append(f"The workload is light (mean N = {np.mean(n):.2f} jobs in the yardstick's "
                    "schedule): a job's fair share is most of the cluster, so rho here "
                    "measures how well a policy runs a job more than how it shares.")
-    modeled = [breakdown(r.stream()).get("modeled_frac") for r in runs] if not live else []
+    modeled = [r.breakdown.get("modeled_frac") for r in runs] if not live else []
     modeled = [v for v in modeled if v is not None]
     if modeled and max(modeled) > 0.01:
         span = (f"{min(modeled):.0%} to {max(modeled):.0%}" if max(modeled) - min(modeled) > 0.01

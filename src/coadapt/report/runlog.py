@@ -17,8 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.eventlog import logs_below, read_events
-from coadapt.metrics import Tally, job_table, summarize, tally_log, timeline
+from coadapt.eventlog import checked_run, logs_below, read_events
+from coadapt.metrics import Tally, job_table, summarize, timeline
+from coadapt.metrics.breakdown import Breakdown
 from coadapt.report.order import ordered_policies
 from coadapt.util.outdir import PARTIAL, unfinished
 
@@ -41,6 +42,8 @@ class RunLog:
     policy: str
     path: Path
     tally: Tally
+    split: Breakdown | None = None
+    """The breakdown, gathered in the same pass as the tally (None: read again)."""
 
     def stream(self) -> Iterator[Event]:
         """The log's events, read as they are needed."""
@@ -50,6 +53,11 @@ class RunLog:
     def events(self) -> list[Event]:
         """Every event, in memory: for the small logs of a live run and its prediction."""
         return list(self.stream())
+
+    @cached_property
+    def breakdown(self) -> dict[str, float | None]:
+        """Wait, run and delay means and the modeled share (``metrics.breakdown``)."""
+        return (self.split if self.split is not None else Breakdown.of(self.stream())).result()
 
     @property
     def header(self) -> dict[str, Any]:
@@ -90,11 +98,12 @@ def read_runs(root: Path, baseline: str | None = None) -> list[RunLog]:
     paths = {p.parent.name: p for p in logs_below(root)}
     runs = []
     for name in ordered_policies(paths, baseline):
+        split = Breakdown()  # gathered in the tally's pass: one read of each log
         try:
-            tally = tally_log(paths[name])
+            tally = Tally.of(split.passing(checked_run(read_events(paths[name]), paths[name])))
         except (OSError, ValueError) as exc:
             raise ReportError(str(exc)) from exc
-        runs.append(RunLog(name, paths[name], tally))
+        runs.append(RunLog(name, paths[name], tally, split))
     workloads = {r.policy: r.header.get("workload") for r in runs}
     if len(set(workloads.values())) > 1:
         raise ReportError(f"{root}: its logs record different workloads ("

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,19 @@ class Node:
 def nodes_of(slots: Iterable[int], kind: str = DEFAULT_KIND, start: int = 0) -> tuple[Node, ...]:
     """Nodes of one ``kind`` with these slot counts, indexed from ``start``."""
     return tuple(Node(start + i, int(s), kind) for i, s in enumerate(slots))
+
+
+def allocation_matrix(allocs: Sequence[tuple[int, ...]], nodes: int) -> np.ndarray:
+    """Allocations (each an entry per node) as the rows of an array, converted
+    in C: a round at a thousand jobs on a thousand nodes has a million entries.
+    Slot counts of 0-255 (every cluster here) take one byte each; anything else
+    (a negative or non-integer entry from a faulty policy) is kept as given."""
+    if not allocs:
+        return np.zeros((0, nodes), dtype=np.int64)
+    try:
+        return np.frombuffer(b"".join(map(bytes, allocs)), dtype=np.uint8).reshape(-1, nodes)
+    except (ValueError, TypeError):
+        return np.array(allocs)
 
 
 def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:

@@ -89,29 +89,28 @@ class ModeledBackend:
                                  restart=record.restarts > 0)
 
     def _colocation(self, job: ModeledJob,
-                    occupants: list[list[ModeledJob]] | None = None) -> float:
+                    occupants: Mapping[int, list[ModeledJob]] | None = None) -> float:
         """The job's step-time factor from the running jobs that share a node
         with it: those of ``occupants`` (per node, built once per round) or
         found among the unfinished jobs (not every job that ever ran)."""
         if self.costs is None:
             return 1.0
-        mine = [n for n, a in enumerate(job.record.allocation or ()) if a]
+        mine = job.record.nodes_used  # the nodes it holds, not an entry per node
         if occupants is not None:
-            others = [o.record.spec.application for n in mine for o in occupants[n] if o is not job]
-        else:
+            others = [o.record.spec.application for n in mine for o in occupants.get(n, ())
+                      if o is not job]
+        else:  # a job holding nothing uses no node
+            held = set(mine)
             others = [o.record.spec.application for o in self._live.values()
-                      if o is not job and o.record.replicas
-                      and any(o.record.allocation[n] for n in mine if n < len(o.record.allocation))]
+                      if o is not job and not held.isdisjoint(o.record.nodes_used)]
         return self.costs.colocation(job.record.spec.application, others)
 
-    def _occupants(self) -> list[list[ModeledJob]]:
-        """Per node, the unfinished jobs holding slots on it."""
-        occ: list[list[ModeledJob]] = [[] for _ in range(self.world.cluster.num_nodes)]
+    def _occupants(self) -> dict[int, list[ModeledJob]]:
+        """Per node that has any, the unfinished jobs holding slots on it."""
+        occ: dict[int, list[ModeledJob]] = {}
         for o in self._live.values():
-            if o.record.replicas:
-                for n, a in enumerate(o.record.allocation):
-                    if a:
-                        occ[n].append(o)
+            for n in o.record.nodes_used:  # none for a job holding nothing
+                occ.setdefault(n, []).append(o)
         return occ
 
     def neighbours_changed(self) -> None:
