@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"jobs": jobs, "slots": slots, "policy": policy, **r})
             sys.stdout.write(json.dumps(rows[-1]) + "\n")
             sys.stdout.flush()
-    df = pl.DataFrame(rows, infer_schema_length=None)
-    df.write_csv(args.out / "scale.csv")
+            # the table so far after every run: an hour-long grid cut short keeps its rows
+            df = pl.DataFrame(rows, infer_schema_length=None)
+            df.write_csv(args.out / "scale.csv")
     figure(df, args.out / "scale.png")
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200):
         sys.stdout.write(str(df.select("jobs", "slots", "policy", "wall_s", "peak_mb",
