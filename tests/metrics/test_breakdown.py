@@ -33,10 +33,20 @@ def test_empty_log_gives_none():
                                                   "delay_mean": None, "modeled_frac": None}
 
 
-def test_gathered_on_the_way_through_a_stream_it_is_the_same():
-    events = [ev(0, "header", None), ev(10, "submit", "a"), ev(15, "allocate", "a", replicas=2),
-              ev(18, "start", "a", truth="network"), ev(75, "complete", "a")]
+def test_gathered_in_the_tallys_pass_it_is_the_same(tmp_path):
+    import json
+
+    from coadapt.metrics import tally_log
+
+    events = [ev(0, "header", None, mode="simulate", policy="p"), ev(10, "submit", "a"),
+              ev(15, "allocate", "a", replicas=2), ev(18, "start", "a", truth="network"),
+              ev(75, "complete", "a", jct=65.0)]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    seen = []
     acc = Breakdown()
-    assert list(acc.passing(iter(events))) == events  # every event passes, in order
+    tally = tally_log(path, also=lambda e: (seen.append(e), acc.add(e)))
+    assert seen == events  # every event passes, in order
+    assert tally.completes["a"][0] == 75
     assert acc.result() == breakdown(events)
     assert acc.result()["modeled_frac"] == pytest.approx(1.0)

@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import simpy
@@ -315,7 +315,7 @@ class Engine:
             raise DecisionError(f"policy {self.policy.name} overfills node(s) {over}: "
                                 f"{load.tolist()} slots asked of {list(self.cluster.slots_per_node)}")
 
-    def _bad_allocation(self, name: str, allocation: tuple) -> None:
+    def _bad_allocation(self, name: str, allocation: tuple) -> NoReturn:
         raise DecisionError(f"policy {self.policy.name} gave {name} the allocation "
                             f"{allocation}; the cluster has {self.cluster.num_nodes} "
                             "nodes (an allocation is a number of slots >= 0 per node)")

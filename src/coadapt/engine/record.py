@@ -16,7 +16,7 @@ from coadapt.engine.observations import Key, Observations, key
 from coadapt.models.batching import JobLimits, split_one
 from coadapt.models.goodput import GoodputModel
 from coadapt.policies.base import JobView, Oracle
-from coadapt.world.cluster import DEFAULT_KIND, allocation_matrix
+from coadapt.world.cluster import DEFAULT_KIND, as_array
 from coadapt.world.workload import JobSpec
 
 
@@ -58,7 +58,7 @@ class JobRecord:
         shape = self._shape
         if shape is None or shape[0] is not self.allocation:
             a = self.allocation
-            used = tuple(np.flatnonzero(allocation_matrix([a], len(a))[0]).tolist()) if a else ()
+            used = tuple(np.flatnonzero(as_array(a)).tolist()) if a else ()
             shape = self._shape = (a, tuple(a[i] for i in used), used, sum(a))
         return shape
 

@@ -12,7 +12,7 @@ declared network model or on extrapolation. Read from the log alone.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,28 +31,15 @@ class _E(NamedTuple):
 
 
 class Breakdown:
-    """The breakdown's accumulator, fed one event at a time (``passing``), so
-    that a report reads a log once for its tally and its breakdown."""
+    """The breakdown's accumulator, fed one event at a time (``add``), so that a
+    report reads a log once for its tally and its breakdown (``tally_log(also=)``)."""
 
     def __init__(self) -> None:
         self.per_job: dict[str, list[_E]] = defaultdict(list)
 
-    @classmethod
-    def of(cls, events: Iterable[Event]) -> Breakdown:
-        acc = cls()
-        for e in events:
-            acc.add(e)
-        return acc
-
     def add(self, e: Event) -> None:
         if e.get("job") is not None and e["kind"] in _KINDS:
             self.per_job[e["job"]].append(_E(e["t"], e["kind"], e.get("replicas"), e.get("truth")))
-
-    def passing(self, events: Iterable[Event]) -> Iterator[Event]:
-        """``events``, each added here on its way through."""
-        for e in events:
-            self.add(e)
-            yield e
 
     def result(self) -> dict[str, float | None]:
         waits, runs, delays = [], [], []
@@ -79,7 +66,10 @@ class Breakdown:
 def breakdown(events: Iterable[Event]) -> dict[str, float | None]:
     """Mean wait and run seconds over completed jobs, and the modeled share
     of slot-time (None where undefined); ``events`` may be a stream."""
-    return Breakdown.of(events).result()
+    acc = Breakdown()
+    for e in events:
+        acc.add(e)
+    return acc.result()
 
 
 def _delays(evs: list[_E]) -> float:

@@ -12,7 +12,7 @@ a streamed log give the same figures.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,14 @@ class Tally:
     _ids: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, events: Iterable[Event]) -> Tally:
+    def of(cls, events: Iterable[Event], also: Callable[[Event], None] | None = None) -> Tally:
+        """The tally of ``events``; ``also`` (another accumulator) is handed each
+        event too, so that both are filled in one pass over a log."""
         tally = cls()
         for e in events:
             tally.add(e)
+            if also is not None:
+                also(e)
         return tally
 
     def _mark(self, e: Event, what: int, value: float) -> None:
@@ -112,10 +116,11 @@ class Tally:
 
 
 
-def tally_log(path: str | Path) -> Tally:
-    """The tally of one run's log, read in one streamed pass; ValueError
-    naming the file and line when it is unreadable, cut or holds two runs."""
-    return Tally.of(checked_run(read_events(path), path))
+def tally_log(path: str | Path, also: Callable[[Event], None] | None = None) -> Tally:
+    """The tally of one run's log, read in one streamed pass (``also`` as for
+    ``Tally.of``); ValueError naming the file and line when it is unreadable,
+    cut or holds two runs."""
+    return Tally.of(checked_run(read_events(path), path), also)
 
 
 def _deltas(job: np.ndarray, level: np.ndarray) -> np.ndarray:

@@ -19,8 +19,8 @@ from typing import Protocol
 import numpy as np
 
 from coadapt.policies.base import JobView, Snapshot
-from coadapt.policies.placement import Placement, as_array
-from coadapt.world.cluster import Node
+from coadapt.policies.placement import Placement
+from coadapt.world.cluster import Node, as_array
 
 
 @dataclass(frozen=True, order=True)

@@ -262,11 +262,6 @@ class _BestFit:
         self.now = fresh
 
 
-def as_array(alloc: tuple[int, ...]) -> np.ndarray:
-    """One allocation as an array (read-only), converted as ``allocation_matrix`` does."""
-    return allocation_matrix([alloc], len(alloc))[0]
-
-
 def _place_one(want: int, free: np.ndarray, capacity: np.ndarray,
                multi: np.ndarray) -> tuple[int, ...] | None:
     fits = np.flatnonzero(free >= want)

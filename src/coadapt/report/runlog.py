@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from coadapt.eventlog import checked_run, logs_below, read_events
-from coadapt.metrics import Tally, job_table, summarize, timeline
+from coadapt.eventlog import logs_below, read_events
+from coadapt.metrics import Tally, job_table, summarize, tally_log, timeline
 from coadapt.metrics.breakdown import Breakdown
 from coadapt.report.order import ordered_policies
 from coadapt.util.outdir import PARTIAL, unfinished
@@ -42,8 +42,8 @@ class RunLog:
     policy: str
     path: Path
     tally: Tally
-    split: Breakdown | None = None
-    """The breakdown, gathered in the same pass as the tally (None: read again)."""
+    split: Breakdown
+    """The breakdown, gathered in the same pass as the tally."""
 
     def stream(self) -> Iterator[Event]:
         """The log's events, read as they are needed."""
@@ -57,7 +57,7 @@ class RunLog:
     @cached_property
     def breakdown(self) -> dict[str, float | None]:
         """Wait, run and delay means and the modeled share (``metrics.breakdown``)."""
-        return (self.split if self.split is not None else Breakdown.of(self.stream())).result()
+        return self.split.result()
 
     @property
     def header(self) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def read_runs(root: Path, baseline: str | None = None) -> list[RunLog]:
     for name in ordered_policies(paths, baseline):
         split = Breakdown()  # gathered in the tally's pass: one read of each log
         try:
-            tally = Tally.of(split.passing(checked_run(read_events(paths[name]), paths[name])))
+            tally = tally_log(paths[name], also=split.add)
         except (OSError, ValueError) as exc:
             raise ReportError(str(exc)) from exc
         runs.append(RunLog(name, paths[name], tally, split))

@@ -104,6 +104,11 @@ def allocation_matrix(allocs: Sequence[tuple[int, ...]], nodes: int) -> np.ndarr
         return np.array(allocs)
 
 
+def as_array(alloc: tuple[int, ...]) -> np.ndarray:
+    """One allocation as an array (read-only), converted as ``allocation_matrix`` does."""
+    return allocation_matrix([alloc], len(alloc))[0]
+
+
 def packed_placement(replicas: int, per_node: int) -> tuple[int, ...]:
     """``replicas`` packed onto full nodes of ``per_node`` slots (the placement a
     static job gets on an empty cluster), empty nodes left out."""
